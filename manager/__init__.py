@@ -1,0 +1,1 @@
+"""The multi-cluster manager service."""

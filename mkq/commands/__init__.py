@@ -1,0 +1,1 @@
+"""One module per `mkq` subcommand, loaded only when that subcommand runs."""
