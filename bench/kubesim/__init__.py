@@ -1,0 +1,1 @@
+"""Benchmarks of kubesim's API server (creates per second, watch fan-out)."""

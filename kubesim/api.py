@@ -1,0 +1,674 @@
+"""The semantics of kube-apiserver over the store: create, get, list, update, patch, apply and
+delete, with uid/generateName/generation, optimistic concurrency, the status subresource,
+finalizers, namespaces and CRD registration. Both the HTTP layer and the simulated
+controllers go through here, so they see one set of rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from . import apply as ssa
+from . import schema as schema_mod
+from . import strategies
+from .crds import established_status, resource_type_for
+from .durations import timestamp
+from .errors import (
+    ApiError,
+    already_exists,
+    bad_request,
+    conflict,
+    forbidden,
+    gone,
+    invalid,
+    not_found,
+)
+from .jsoncodec import deep_copy, dumps, loads
+from .patches import json_patch, merge_patch, strategic_merge_patch
+from .resources import Registry, ResourceType
+from .selectors import FieldRequirement, Requirement, fields_match, labels_match
+from .store import ADDED, DELETED, MODIFIED, Store
+
+Obj = dict[str, Any]
+
+_NAME_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
+_SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+
+CRD_KEY = "apiextensions.k8s.io/customresourcedefinitions"
+NAMESPACE_KEY = "/namespaces"
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+APPLY_PATCH_CBOR = "application/apply-patch+cbor"
+
+
+@dataclass(frozen=True)
+class ListResult:
+    items: list[Obj]
+    resource_version: str
+    continue_token: str | None
+    remaining: int | None
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    dry_run: bool = False
+    field_manager: str = ""
+    strict: bool = False  # fieldValidation=Strict
+    force: bool = False
+
+
+def _now_text() -> str:
+    return timestamp(datetime.now(UTC))
+
+
+class Api:
+    def __init__(
+        self, store: Store, registry: Registry, clock: Callable[[], str] = _now_text
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.clock = clock
+        self.warnings: list[str] = []
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    def _type(self, key: str) -> ResourceType:
+        resource_type = self.registry.by_key(key)
+        if resource_type is None:
+            raise ApiError(
+                404, "NotFound", f"the server could not find the requested resource ({key})"
+            )
+        return resource_type
+
+    def _require(self, rt: ResourceType, namespace: str, name: str) -> Obj:
+        obj = self.store.get(rt.key, namespace if rt.namespaced else "", name)
+        if obj is None:
+            raise not_found(rt.plural, rt.group, name)
+        return obj
+
+    def _check_namespace(self, rt: ResourceType, namespace: str, *, creating: bool) -> None:
+        if not rt.namespaced:
+            return
+        if not namespace:
+            raise bad_request("the namespace of the object must be set")
+        ns = self.store.get(NAMESPACE_KEY, "", namespace)
+        if ns is None:
+            raise not_found("namespaces", "", namespace)
+        if creating and ns["metadata"].get("deletionTimestamp"):
+            raise forbidden(
+                f'{rt.plural}{"." + rt.group if rt.group else ""} "'
+                f'{namespace}" is forbidden: unable to create new content in namespace '
+                f"{namespace} because it is being terminated"
+            )
+
+    def _schema(self, rt: ResourceType, version: str) -> Obj | None:
+        return rt.schemas.get(version) if rt.from_crd else None
+
+    def _check_body(self, rt: ResourceType, version: str, body: Any) -> Obj:
+        if not isinstance(body, dict):
+            raise bad_request("the request body must be a JSON object")
+        kind = body.get("kind")
+        if kind and kind != rt.kind:
+            raise bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+            )
+        api_version = body.get("apiVersion")
+        if api_version and api_version != rt.api_version(version):
+            raise bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({rt.api_version(version)})"
+            )
+        meta = body.get("metadata")
+        if meta is None:
+            body["metadata"] = {}
+        elif not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        body["kind"] = rt.kind
+        body["apiVersion"] = rt.api_version(rt.preferred_version if rt.from_crd else version)
+        return body
+
+    def _custom_resource_checks(
+        self, rt: ResourceType, version: str, obj: Obj, options: WriteOptions
+    ) -> None:
+        schema = self._schema(rt, version)
+        if schema is None:
+            return
+        result = schema_mod.process(schema, obj)
+        if result.unknown and options.strict:
+            fields = ", ".join(f'unknown field "{path}"' for path in result.unknown)
+            raise ApiError(400, "BadRequest", f"strict decoding error: {fields}")
+        if result.unknown:
+            self.warnings.extend(f'unknown field "{path}"' for path in result.unknown)
+        if result.errors:
+            raise invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), result.errors)
+
+    def _generate_name(self, rt: ResourceType, namespace: str, prefix: str) -> str:
+        for _ in range(20):
+            name = prefix + "".join(random.choices(_NAME_SUFFIX, k=5))
+            if self.store.get(rt.key, namespace, name) is None:
+                return name
+        raise ApiError(500, "AlreadyExists", f"could not generate a unique name for {prefix}")
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> Obj:
+        return self._require(rt, namespace, name)
+
+    def list(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: tuple[Requirement, ...] = (),
+        fields: tuple[FieldRequirement, ...] = (),
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> ListResult:
+        start_after = ""
+        list_rv = self.store.rv
+        if continue_token:
+            try:
+                decoded = loads(base64.urlsafe_b64decode(continue_token.encode()))
+                start_after = str(decoded["start"])
+                list_rv = int(decoded["rv"])
+            except Exception as error:
+                raise bad_request(
+                    "continue key is not valid: incorrect encoded start resourceVersion"
+                ) from error
+            if list_rv < self.store.compacted_rv:
+                raise gone(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter."
+                )
+        scope = namespace if rt.namespaced else None
+        selected = [
+            obj
+            for obj in self.store.items(rt.key, scope)
+            if (not labels or labels_match(labels, obj["metadata"].get("labels")))
+            and (not fields or fields_match(fields, obj))
+        ]
+        if limit or continue_token:
+            selected.sort(key=_sort_key)
+        if start_after:
+            selected = [obj for obj in selected if _sort_key(obj) > start_after]
+        if limit and len(selected) > limit:
+            page = selected[:limit]
+            token = base64.urlsafe_b64encode(
+                dumps({"rv": list_rv, "start": _sort_key(page[-1])})
+            ).decode()
+            return ListResult(page, str(list_rv), token, len(selected) - limit)
+        return ListResult(selected, str(list_rv if continue_token else self.store.rv), None, None)
+
+    # ---- create --------------------------------------------------------------------------
+
+    def create(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        version: str | None = None,
+        options: WriteOptions = WriteOptions(),
+    ) -> Obj:
+        version = version or rt.preferred_version
+        obj = self._check_body(rt, version, body)
+        meta = obj["metadata"]
+        if rt.namespaced:
+            body_namespace = meta.get("namespace")
+            if body_namespace and namespace and body_namespace != namespace:
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            namespace = namespace or body_namespace or ""
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+            namespace = ""
+        name = meta.get("name")
+        if not name:
+            prefix = meta.get("generateName")
+            if not prefix:
+                raise invalid(
+                    rt.kind,
+                    rt.group,
+                    "",
+                    [("metadata.name", "Required value: name or generateName is required")],
+                )
+            name = self._generate_name(rt, namespace, str(prefix))
+            meta["name"] = name
+        strategies.raise_if(strategies.validate_name(rt, str(name)), rt, str(name))
+        self._check_namespace(rt, namespace, creating=True)
+        if self.store.get(rt.key, namespace, name) is not None:
+            raise already_exists(rt.plural, rt.group, name)
+        for field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(field, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = self.clock()
+        if rt.tracks_generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        if not options.field_manager or meta.get("managedFields") is None:
+            meta.pop("managedFields", None)
+        strategies.reset_status_on_create(rt, obj)
+        strategies.default_on_create(rt, obj)
+        self._custom_resource_checks(rt, version, obj, options)
+        strategies.raise_if(strategies.validate(rt, obj), rt, str(name))
+        if options.dry_run:
+            return obj
+        self.store.commit(rt.key, ADDED, obj, None)
+        if rt.key == CRD_KEY:
+            self._crd_changed(obj)
+        return self.store.get(rt.key, namespace, name) or obj
+
+    # ---- update --------------------------------------------------------------------------
+
+    def update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        version: str | None = None,
+        subresource: str = "",
+        options: WriteOptions = WriteOptions(),
+    ) -> Obj:
+        version = version or rt.preferred_version
+        namespace = namespace if rt.namespaced else ""
+        current = self._require(rt, namespace, name)
+        obj = self._check_body(rt, version, body)
+        meta = obj["metadata"]
+        if meta.get("name") and meta["name"] != name:
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
+        if rt.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
+            raise conflict(rt.plural, rt.group, name)
+        current_meta = current["metadata"]
+        if meta.get("uid") and meta["uid"] != current_meta.get("uid"):
+            raise conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: "
+                f"{current_meta.get('uid')}",
+            )
+        if subresource == "status":
+            new = {k: v for k, v in current.items() if k != "status"}
+            new["metadata"] = dict(current_meta)
+            if "status" in obj:
+                new["status"] = obj["status"]
+            obj = deep_copy(new)
+        else:
+            if rt.has_status:
+                if "status" in current:
+                    obj["status"] = current["status"]
+                else:
+                    obj.pop("status", None)
+            meta["name"] = name
+            if rt.namespaced:
+                meta["namespace"] = namespace
+            else:
+                meta.pop("namespace", None)
+            for field in _SYSTEM_META:
+                if field in current_meta:
+                    meta[field] = current_meta[field]
+                else:
+                    meta.pop(field, None)
+            if meta.get("managedFields") is None and current_meta.get("managedFields"):
+                meta["managedFields"] = current_meta["managedFields"]
+            if "generation" in current_meta:
+                meta["generation"] = current_meta["generation"]
+            else:
+                meta.pop("generation", None)
+            if rt.from_crd:
+                self._custom_resource_checks(rt, version, obj, options)
+            elif rt.key == CRD_KEY:
+                strategies.default_on_create(rt, obj)
+            strategies.raise_if(strategies.validate(rt, obj), rt, name)
+            strategies.raise_if(strategies.validate_update(rt, obj, current), rt, name)
+        if rt.from_crd and subresource == "status":
+            self._custom_resource_checks(rt, version, obj, options)
+        if current_meta.get("deletionTimestamp"):
+            added = set(obj["metadata"].get("finalizers") or []) - set(
+                current_meta.get("finalizers") or []
+            )
+            if added:
+                raise forbidden(
+                    f'{rt.group_resource} "{name}" is forbidden: no new finalizers can be added if '
+                    "the object is being deleted"
+                )
+        return self._write_update(rt, obj, current, options)
+
+    def _write_update(self, rt: ResourceType, obj: Obj, current: Obj, options: WriteOptions) -> Obj:
+        meta = obj["metadata"]
+        meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+        if rt.tracks_generation and _spec_of(obj) != _spec_of(current):
+            meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
+        if obj == current or _same_but_times(obj, current):
+            return current  # a no-op update writes nothing, as kube-apiserver does
+        if options.dry_run:
+            return obj
+        name = meta["name"]
+        namespace = meta.get("namespace") or ""
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._remove(rt, obj, current)
+            return obj
+        self.store.commit(rt.key, MODIFIED, obj, current)
+        if rt.key == CRD_KEY:
+            self._crd_changed(obj)
+        return self.store.get(rt.key, namespace, name) or obj
+
+    # ---- patch and apply -----------------------------------------------------------------
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        version: str | None = None,
+        subresource: str = "",
+        options: WriteOptions = WriteOptions(),
+    ) -> Obj:
+        version = version or rt.preferred_version
+        namespace = namespace if rt.namespaced else ""
+        if patch_type in (APPLY_PATCH, APPLY_PATCH_CBOR):
+            return self._apply(rt, namespace, name, patch, version, subresource, options)
+        current = self._require(rt, namespace, name)
+        base = deep_copy(current)
+        if patch_type == MERGE_PATCH:
+            if not isinstance(patch, dict):
+                raise bad_request("a merge patch must be a JSON object")
+            patched = merge_patch(base, patch)
+        elif patch_type == JSON_PATCH:
+            patched = json_patch(base, patch)
+        elif patch_type == STRATEGIC_PATCH:
+            if rt.from_crd:
+                raise ApiError(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format - accepted media types "
+                    f"include: {JSON_PATCH}, {MERGE_PATCH}, {APPLY_PATCH}",
+                )
+            patched = strategic_merge_patch(base, patch)
+        else:
+            raise ApiError(415, "UnsupportedMediaType", f"unsupported patch type {patch_type!r}")
+        if not isinstance(patched, dict):
+            raise bad_request("the patched object must be a JSON object")
+        patched.setdefault("metadata", {})
+        if not patched["metadata"].get("resourceVersion"):
+            patched["metadata"]["resourceVersion"] = ""
+        return self.update(rt, namespace, name, patched, version, subresource, options)
+
+    def _apply(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        applied: Any,
+        version: str,
+        subresource: str,
+        options: WriteOptions,
+    ) -> Obj:
+        if not isinstance(applied, dict):
+            raise bad_request("an apply patch must be an object")
+        if not options.field_manager:
+            raise bad_request(
+                "PATCH, application/apply-patch+yaml requests must have fieldManager set"
+            )
+        for field in ("apiVersion", "kind"):
+            if not applied.get(field):
+                raise bad_request(f"invalid object type: {field} must be set in an apply request")
+        meta = applied.get("metadata") or {}
+        if meta.get("name") and meta["name"] != name:
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
+        list_keys = (
+            ssa.schema_list_keys(self._schema(rt, version))
+            if rt.from_crd
+            else ssa.builtin_list_keys
+        )
+        current = self.store.get(rt.key, namespace, name)
+        result = ssa.apply(
+            current,
+            applied,
+            options.field_manager,
+            list_keys,
+            self.clock(),
+            rt.api_version(version),
+            subresource,
+        )
+        result.setdefault("metadata", {})["name"] = name
+        if current is None:
+            if subresource:
+                raise not_found(rt.plural, rt.group, name)
+            if rt.namespaced:
+                result["metadata"]["namespace"] = namespace
+            created = self.create(rt, namespace, result, version, options)
+            return created
+        wanted_rv = meta.get("resourceVersion")
+        result["metadata"]["resourceVersion"] = wanted_rv or ""
+        return self.update(rt, namespace, name, result, version, subresource, options)
+
+    # ---- delete --------------------------------------------------------------------------
+
+    def delete(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        delete_options: Obj | None = None,
+        options: WriteOptions = WriteOptions(),
+    ) -> Obj:
+        namespace = namespace if rt.namespaced else ""
+        current = self._require(rt, namespace, name)
+        opts = delete_options or {}
+        preconditions = opts.get("preconditions") or {}
+        current_meta = current["metadata"]
+        if preconditions.get("uid") and preconditions["uid"] != current_meta.get("uid"):
+            raise conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in "
+                f"object meta: {current_meta.get('uid')}",
+            )
+        if preconditions.get("resourceVersion") and preconditions[
+            "resourceVersion"
+        ] != current_meta.get("resourceVersion"):
+            raise conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: "
+                f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
+                f"{current_meta.get('resourceVersion')}",
+            )
+        policy = opts.get("propagationPolicy")
+        if policy is None and opts.get("orphanDependents") is not None:
+            policy = "Orphan" if opts["orphanDependents"] else "Background"
+        if policy is None:
+            policy = "Orphan" if rt.key == "batch/jobs" else "Background"
+        if policy not in ("Orphan", "Background", "Foreground"):
+            raise invalid(
+                "DeleteOptions", "", "", [("propagationPolicy", f'Unsupported value: "{policy}"')]
+            )
+        if options.dry_run:
+            return current
+        finalizers = list(current_meta.get("finalizers") or [])
+        if rt.key == NAMESPACE_KEY:
+            return self._delete_namespace(rt, current)
+        if policy == "Orphan":
+            self._orphan_dependents(current_meta.get("uid", ""))
+        if policy == "Foreground" and self.store.dependents.get(current_meta.get("uid", "")):
+            if "foregroundDeletion" not in finalizers:
+                finalizers.append("foregroundDeletion")
+        if finalizers:
+            if current_meta.get("deletionTimestamp") and finalizers == current_meta.get(
+                "finalizers"
+            ):
+                return current
+            obj = dict(current)
+            obj["metadata"] = {
+                **current_meta,
+                "finalizers": finalizers,
+                "deletionTimestamp": current_meta.get("deletionTimestamp") or self.clock(),
+                "deletionGracePeriodSeconds": 0,
+            }
+            if rt.tracks_generation:
+                obj["metadata"]["generation"] = int(current_meta.get("generation", 1)) + 1
+            self.store.commit(rt.key, MODIFIED, obj, current)
+            return obj
+        obj = dict(current)
+        obj["metadata"] = dict(current_meta)
+        self._remove(rt, obj, current)
+        return obj
+
+    def _remove(self, rt: ResourceType, obj: Obj, current: Obj) -> None:
+        obj["metadata"] = dict(obj["metadata"])
+        self.store.commit(rt.key, DELETED, obj, current)
+        if rt.key == CRD_KEY:
+            self._crd_removed(current)
+
+    def _orphan_dependents(self, uid: str) -> None:
+        for key, namespace, name in list(self.store.dependents.get(uid, ())):
+            dependent = self.store.get(key, namespace, name)
+            if dependent is None:
+                continue
+            updated = dict(dependent)
+            updated["metadata"] = dict(dependent["metadata"])
+            updated["metadata"]["ownerReferences"] = [
+                ref
+                for ref in dependent["metadata"].get("ownerReferences") or []
+                if ref.get("uid") != uid
+            ] or None
+            if updated["metadata"]["ownerReferences"] is None:
+                del updated["metadata"]["ownerReferences"]
+            self.store.commit(key, MODIFIED, updated, dependent)
+
+    def _delete_namespace(self, rt: ResourceType, current: Obj) -> Obj:
+        if current["metadata"].get("deletionTimestamp"):
+            return current
+        obj = dict(current)
+        obj["metadata"] = {**current["metadata"], "deletionTimestamp": self.clock()}
+        obj["status"] = {**(current.get("status") or {}), "phase": "Terminating"}
+        self.store.commit(rt.key, MODIFIED, obj, current)
+        return obj
+
+    def finalize_namespace(self, name: str) -> None:
+        """Called by the namespace controller once the namespace holds nothing."""
+        current = self.store.get(NAMESPACE_KEY, "", name)
+        if current is None or not current["metadata"].get("deletionTimestamp"):
+            return
+        rt = self._type(NAMESPACE_KEY)
+        obj = dict(current)
+        obj["metadata"] = dict(current["metadata"])
+        self._remove(rt, obj, current)
+
+    # ---- CRDs ----------------------------------------------------------------------------
+
+    def _crd_changed(self, crd: Obj) -> None:
+        resource_type = resource_type_for(crd)
+        if resource_type is not None:
+            existing = self.registry.by_key(resource_type.key)
+            if existing is not None and not existing.from_crd:
+                return
+            self.registry.add(resource_type)
+        status = established_status(crd, self.clock())
+        if crd.get("status") != status and not _same_conditions(crd.get("status"), status):
+            updated = dict(crd)
+            updated["metadata"] = dict(crd["metadata"])
+            updated["status"] = status
+            self.store.commit(CRD_KEY, MODIFIED, updated, crd)
+
+    def _crd_removed(self, crd: Obj) -> None:
+        resource_type = resource_type_for(crd)
+        if resource_type is None:
+            return
+        for obj in list(self.store.items(resource_type.key)):
+            deleted = dict(obj)
+            deleted["metadata"] = dict(obj["metadata"])
+            self.store.commit(resource_type.key, DELETED, deleted, obj)
+        self.store.drop_resource(resource_type.key)
+        self.registry.remove(resource_type.key)
+
+    # ---- conveniences for the simulated controllers ----------------------------------------
+
+    def mutate(
+        self,
+        key: str,
+        namespace: str,
+        name: str,
+        change: Callable[[Obj], bool | None],
+        subresource: str = "",
+    ) -> Obj | None:
+        """Read, change a copy, write back. `change` returns False to skip the write."""
+        rt = self._type(key)
+        current = self.store.get(key, namespace if rt.namespaced else "", name)
+        if current is None:
+            return None
+        copy = deep_copy(current)
+        if change(copy) is False:
+            return current
+        return self.update(rt, namespace, name, copy, subresource=subresource)
+
+    def type_for(self, key: str) -> ResourceType:
+        return self._type(key)
+
+
+def _same_conditions(old: Any, new: Obj) -> bool:
+    if not isinstance(old, dict):
+        return False
+    strip = lambda status: {  # noqa: E731
+        **status,
+        "conditions": [
+            {k: v for k, v in c.items() if k != "lastTransitionTime"}
+            for c in status.get("conditions") or []
+        ],
+    }
+    return strip(old) == strip(new)
+
+
+def _same_but_times(obj: Obj, current: Obj) -> bool:
+    """Equal except for managedFields timestamps (a no-op apply)."""
+    new_fields = obj["metadata"].get("managedFields")
+    old_fields = current["metadata"].get("managedFields")
+    if not new_fields or not old_fields or len(new_fields) != len(old_fields):
+        return False
+    strip = lambda entries: [{k: v for k, v in e.items() if k != "time"} for e in entries]  # noqa: E731
+    if strip(new_fields) != strip(old_fields):
+        return False
+    rest = {**obj, "metadata": {**obj["metadata"], "managedFields": None}}
+    old = {**current, "metadata": {**current["metadata"], "managedFields": None}}
+    return rest == old
+
+
+def _spec_of(obj: Obj) -> Obj:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")} | {
+        "__deletion": obj["metadata"].get("deletionTimestamp")
+    }
+
+
+def _sort_key(obj: Obj) -> str:
+    meta = obj["metadata"]
+    return f"{meta.get('namespace') or ''}/{meta['name']}"
+
+
+__all__ = ["Api", "ListResult", "WriteOptions", "string"]

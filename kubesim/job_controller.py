@@ -1,0 +1,373 @@
+"""The simulated batch/v1 Job controller.
+
+It honours `suspend` (deleting active pods while suspended), parallelism and completions
+(NonIndexed and Indexed), counts active/ready/succeeded/failed pods, enforces backoffLimit and
+activeDeadlineSeconds, and finishes a Job with SuccessCriteriaMet+Complete or
+FailureTarget+Failed as Kubernetes 1.31+ does. Jobs whose `spec.managedBy` names another
+controller are left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from .api import Api
+from .errors import ApiError
+from .reconciler import Reconciler
+from .scheduling import POD_KEY
+from .store import Event
+from .strategies import DEFAULT_JOB_CONTROLLER
+
+Obj = dict[str, Any]
+JOB_KEY = "batch/jobs"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+def _condition(status: Obj, kind: str) -> Obj | None:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == kind), None)
+
+
+def _is_true(status: Obj, kind: str) -> bool:
+    condition = _condition(status, kind)
+    return condition is not None and condition.get("status") == "True"
+
+
+def _set_condition(status: Obj, kind: str, value: str, reason: str, message: str, now: str) -> None:
+    conditions = status.setdefault("conditions", [])
+    for condition in conditions:
+        if condition.get("type") == kind:
+            if condition.get("status") != value:
+                condition["lastTransitionTime"] = now
+            condition.update(
+                {"status": value, "reason": reason, "message": message, "lastProbeTime": now}
+            )
+            return
+    conditions.append(
+        {
+            "type": kind,
+            "status": value,
+            "reason": reason,
+            "message": message,
+            "lastProbeTime": now,
+            "lastTransitionTime": now,
+        }
+    )
+
+
+def _format_indexes(indexes: set[int]) -> str:
+    parts: list[str] = []
+    ordered = sorted(indexes)
+    start = previous = None
+    for index in ordered:
+        if start is None:
+            start = previous = index
+        elif previous is not None and index == previous + 1:
+            previous = index
+        else:
+            parts.append(f"{start}" if start == previous else f"{start}-{previous}")
+            start = previous = index
+    if start is not None:
+        parts.append(f"{start}" if start == previous else f"{start}-{previous}")
+    return ",".join(parts)
+
+
+class JobController(Reconciler):
+    name = "job-controller"
+
+    def __init__(self, api: Api) -> None:
+        super().__init__(api)
+        # job uid -> pod uid -> "Succeeded"/"Failed" (kept after pods are gone, like the
+        # finalizer-based tracking of the real controller)
+        self.finished_pods: dict[str, dict[str, tuple[str, int | None]]] = {}
+        self._deadline_task: asyncio.Task[None] | None = None
+        self._deadlines: dict[str, float] = {}
+
+    def keys_for(self, event: Event) -> Iterable[str]:
+        if event.key == JOB_KEY:
+            meta = event.obj["metadata"]
+            if event.type == "DELETED":
+                self.finished_pods.pop(meta.get("uid", ""), None)
+                return
+            yield f"{meta.get('namespace')}/{meta['name']}"
+        elif event.key == POD_KEY:
+            for reference in event.obj["metadata"].get("ownerReferences") or ():
+                if reference.get("kind") == "Job" and reference.get("controller"):
+                    yield f"{event.obj['metadata'].get('namespace')}/{reference.get('name')}"
+
+    def initial_keys(self) -> Iterable[str]:
+        return [
+            f"{job['metadata']['namespace']}/{job['metadata']['name']}"
+            for job in self.api.store.items(JOB_KEY)
+        ]
+
+    async def run(self) -> None:
+        self._deadline_task = asyncio.create_task(self._deadline_loop())
+        try:
+            await super().run()
+        finally:
+            self._deadline_task.cancel()
+            try:
+                await self._deadline_task
+            except asyncio.CancelledError:
+                pass
+
+    async def _deadline_loop(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            now = time.monotonic()
+            for key, when in list(self._deadlines.items()):
+                if when <= now:
+                    del self._deadlines[key]
+                    self.enqueue(key)
+
+    # ---- reconcile ---------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> None:
+        namespace, name = key.split("/", 1)
+        job = self.api.store.get(JOB_KEY, namespace, name)
+        if job is None:
+            return
+        spec = job.get("spec") or {}
+        if spec.get("managedBy", DEFAULT_JOB_CONTROLLER) != DEFAULT_JOB_CONTROLLER:
+            return
+        uid = job["metadata"]["uid"]
+        status = job.get("status") or {}
+        pods = self._pods_of(job)
+        finished = self.finished_pods.setdefault(uid, {})
+        for pod in pods:
+            phase = (pod.get("status") or {}).get("phase")
+            if phase in ("Succeeded", "Failed"):
+                finished.setdefault(pod["metadata"]["uid"], (phase, _index_of(pod)))
+        active = [
+            p
+            for p in pods
+            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            and not p["metadata"].get("deletionTimestamp")
+        ]
+        succeeded = sum(1 for phase, _ in finished.values() if phase == "Succeeded")
+        failed = sum(1 for phase, _ in finished.values() if phase == "Failed")
+        now = self.api.clock()
+        new_status = _copy_status(status)
+        if _is_true(status, "Complete") or _is_true(status, "Failed"):
+            self._delete_pods(active)
+            return
+        indexed = spec.get("completionMode") == "Indexed"
+        completions = spec.get("completions")
+        succeeded_indexes = {
+            i for phase, i in finished.values() if phase == "Succeeded" and i is not None
+        }
+
+        if spec.get("suspend"):
+            self._delete_pods(active)
+            active = []
+            if not _is_true(status, "Suspended"):
+                _set_condition(
+                    new_status, "Suspended", "True", "JobSuspended", "Job suspended", now
+                )
+                new_status.pop("startTime", None)
+            self._deadlines.pop(key, None)
+        else:
+            if _is_true(status, "Suspended"):
+                _set_condition(new_status, "Suspended", "False", "JobResumed", "Job resumed", now)
+            if not new_status.get("startTime"):
+                new_status["startTime"] = now
+            failure = self._failure(spec, new_status, failed, now)
+            if failure is not None:
+                reason, message = failure
+                self._delete_pods(active)
+                active = []
+                _set_condition(new_status, "FailureTarget", "True", reason, message, now)
+                _set_condition(new_status, "Failed", "True", reason, message, now)
+            elif self._complete(spec, indexed, completions, succeeded, succeeded_indexes, active):
+                self._delete_pods(active)
+                active = []
+                message = "Reached expected number of succeeded pods"
+                _set_condition(
+                    new_status, "SuccessCriteriaMet", "True", "CompletionsReached", message, now
+                )
+                _set_condition(new_status, "Complete", "True", "CompletionsReached", message, now)
+                new_status["completionTime"] = now
+            else:
+                active = active + self._create_pods(
+                    job, indexed, completions, succeeded, succeeded_indexes, active
+                )
+                self._arm_deadline(key, spec, new_status)
+        new_status["active"] = len(active)
+        new_status["ready"] = sum(1 for p in active if _pod_ready(p))
+        new_status["succeeded"] = succeeded
+        new_status["failed"] = failed
+        new_status["terminating"] = 0
+        new_status["uncountedTerminatedPods"] = {}
+        if indexed:
+            text = _format_indexes(succeeded_indexes)
+            if text:
+                new_status["completedIndexes"] = text
+        for field in ("active", "succeeded", "failed"):
+            if not new_status[field]:
+                new_status.pop(field)
+        if new_status != status:
+
+            def change(obj: Obj) -> bool:
+                obj["status"] = new_status
+                return True
+
+            try:
+                self.api.mutate(JOB_KEY, namespace, name, change, "status")
+            except ApiError:
+                self.enqueue(key)
+
+    def _pods_of(self, job: Obj) -> list[Obj]:
+        store = self.api.store
+        uid = job["metadata"]["uid"]
+        pods = []
+        for resource_key, namespace, name in list(store.dependents.get(uid, ())):
+            if resource_key != POD_KEY:
+                continue
+            pod = store.get(POD_KEY, namespace, name)
+            if pod is not None:
+                pods.append(pod)
+        return pods
+
+    def _failure(self, spec: Obj, status: Obj, failed: int, now: str) -> tuple[str, str] | None:
+        if failed > int(spec.get("backoffLimit", 6)):
+            return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+        deadline = spec.get("activeDeadlineSeconds")
+        start = status.get("startTime")
+        if deadline is not None and start:
+            started = datetime.fromisoformat(start.replace("Z", "+00:00"))
+            elapsed = (datetime.now(UTC) - started).total_seconds()
+            if elapsed >= float(deadline):
+                return "DeadlineExceeded", "Job was active longer than specified deadline"
+        return None
+
+    def _arm_deadline(self, key: str, spec: Obj, status: Obj) -> None:
+        deadline = spec.get("activeDeadlineSeconds")
+        start = status.get("startTime")
+        if deadline is None or not start:
+            return
+        started = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        remaining = float(deadline) - (datetime.now(UTC) - started).total_seconds()
+        self._deadlines[key] = time.monotonic() + max(0.0, remaining) + 0.01
+
+    @staticmethod
+    def _complete(
+        spec: Obj,
+        indexed: bool,
+        completions: int | None,
+        succeeded: int,
+        succeeded_indexes: set[int],
+        active: list[Obj],
+    ) -> bool:
+        if completions is None:
+            return succeeded > 0 and not active
+        if indexed:
+            return all(i in succeeded_indexes for i in range(int(completions)))
+        return succeeded >= int(completions)
+
+    def _create_pods(
+        self,
+        job: Obj,
+        indexed: bool,
+        completions: int | None,
+        succeeded: int,
+        succeeded_indexes: set[int],
+        active: list[Obj],
+    ) -> list[Obj]:
+        spec = job.get("spec") or {}
+        parallelism = int(spec.get("parallelism", 1))
+        if completions is None:
+            wanted = 0 if succeeded > 0 else parallelism - len(active)
+            indexes: list[int | None] = [None] * max(0, wanted)
+        elif indexed:
+            running = {_index_of(p) for p in active}
+            missing = [
+                i
+                for i in range(int(completions))
+                if i not in succeeded_indexes and i not in running
+            ]
+            indexes = list(missing[: max(0, parallelism - len(active))])
+        else:
+            wanted = min(parallelism, int(completions) - succeeded) - len(active)
+            indexes = [None] * max(0, wanted)
+        created = []
+        pod_type = self.api.type_for(POD_KEY)
+        for index in indexes:
+            pod = _pod_from_template(job, index)
+            try:
+                created.append(self.api.create(pod_type, job["metadata"]["namespace"], pod))
+            except ApiError:
+                break
+        return created
+
+    def _delete_pods(self, pods: list[Obj]) -> None:
+        pod_type = self.api.type_for(POD_KEY)
+        for pod in pods:
+            try:
+                self.api.delete(
+                    pod_type,
+                    pod["metadata"]["namespace"],
+                    pod["metadata"]["name"],
+                    {"propagationPolicy": "Background"},
+                )
+            except ApiError:
+                continue
+
+
+def _index_of(pod: Obj) -> int | None:
+    value = (pod["metadata"].get("annotations") or {}).get(COMPLETION_INDEX)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _pod_ready(pod: Obj) -> bool:
+    return _is_true(pod.get("status") or {}, "Ready")
+
+
+def _copy_status(status: Obj) -> Obj:
+    from .jsoncodec import deep_copy
+
+    return deep_copy(status)
+
+
+def _pod_from_template(job: Obj, index: int | None) -> Obj:
+    from .jsoncodec import deep_copy
+
+    meta = job["metadata"]
+    template = deep_copy((job.get("spec") or {}).get("template") or {})
+    template_meta = template.get("metadata") or {}
+    labels = dict(template_meta.get("labels") or {})
+    annotations = dict(template_meta.get("annotations") or {})
+    spec = template.get("spec") or {}
+    name_prefix = f"{meta['name']}-"
+    if index is not None:
+        annotations[COMPLETION_INDEX] = str(index)
+        labels[COMPLETION_INDEX] = str(index)
+        name_prefix = f"{meta['name']}-{index}-"
+        spec.setdefault("hostname", f"{meta['name']}-{index}")
+    pod_meta: Obj = {
+        "generateName": name_prefix,
+        "namespace": meta["namespace"],
+        "labels": labels,
+        "ownerReferences": [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+    if annotations:
+        pod_meta["annotations"] = annotations
+    finalizers = template_meta.get("finalizers")
+    if finalizers:
+        pod_meta["finalizers"] = finalizers
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}

@@ -1,0 +1,227 @@
+"""The resource types the API server serves: built-in kinds and those added by CRDs.
+
+A resource type is keyed by group and plural; it may be served at several versions (CRDs),
+all of which share one storage, like kube-apiserver with the `None` conversion strategy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    """One column of `kubectl get` output, as a CRD's additionalPrinterColumns define it."""
+
+    name: str
+    type: str
+    json_path: str
+    description: str = ""
+    priority: int = 0
+    format: str = ""
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """A served resource: its names, scope, subresources and, for CRDs, schema and columns."""
+
+    group: str
+    versions: tuple[str, ...]
+    plural: str
+    kind: str
+    namespaced: bool
+    singular: str
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    tracks_generation: bool = False
+    storage_version: str = ""
+    # CRD-only: per-version openAPIV3Schema and printer columns.
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, hash=False)
+    columns: dict[str, tuple[PrinterColumn, ...]] = field(
+        default_factory=dict, compare=False, hash=False
+    )
+    from_crd: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}/{self.plural}"
+
+    @property
+    def preferred_version(self) -> str:
+        return self.storage_version or self.versions[0]
+
+    def api_version(self, version: str | None = None) -> str:
+        chosen = version or self.preferred_version
+        return f"{self.group}/{chosen}" if self.group else chosen
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    @property
+    def group_resource(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def _builtin(
+    group: str,
+    version: str,
+    plural: str,
+    kind: str,
+    namespaced: bool,
+    *,
+    short: tuple[str, ...] = (),
+    categories: tuple[str, ...] = (),
+    subresources: tuple[str, ...] = (),
+    generation: bool = False,
+) -> ResourceType:
+    return ResourceType(
+        group=group,
+        versions=(version,),
+        plural=plural,
+        kind=kind,
+        namespaced=namespaced,
+        singular=kind.lower(),
+        short_names=short,
+        categories=categories,
+        subresources=subresources,
+        tracks_generation=generation,
+        storage_version=version,
+    )
+
+
+BUILTIN_TYPES: tuple[ResourceType, ...] = (
+    _builtin("", "v1", "namespaces", "Namespace", False, short=("ns",), subresources=("status",)),
+    _builtin("", "v1", "nodes", "Node", False, short=("no",), subresources=("status",)),
+    _builtin(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        True,
+        short=("po",),
+        categories=("all",),
+        subresources=("status", "binding"),
+    ),
+    _builtin("", "v1", "secrets", "Secret", True),
+    _builtin("", "v1", "configmaps", "ConfigMap", True, short=("cm",)),
+    _builtin("", "v1", "events", "Event", True, short=("ev",)),
+    _builtin("", "v1", "serviceaccounts", "ServiceAccount", True, short=("sa",)),
+    _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
+    _builtin(
+        "batch",
+        "v1",
+        "jobs",
+        "Job",
+        True,
+        categories=("all",),
+        subresources=("status",),
+        generation=True,
+    ),
+    _builtin(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+        False,
+        short=("crd", "crds"),
+        categories=("api-extensions",),
+        subresources=("status",),
+        generation=True,
+    ),
+    _builtin("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False, generation=True),
+    _builtin(
+        "resource.k8s.io",
+        "v1",
+        "resourceclaims",
+        "ResourceClaim",
+        True,
+        subresources=("status",),
+        generation=True,
+    ),
+    _builtin(
+        "resource.k8s.io",
+        "v1",
+        "resourceclaimtemplates",
+        "ResourceClaimTemplate",
+        True,
+        generation=True,
+    ),
+    _builtin("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, generation=True),
+)
+
+
+class Registry:
+    """The set of served resource types, looked up by URL parts or by kind."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[str, ResourceType] = {}
+        self.generation = 0  # bumped on every change, so discovery documents can be cached
+        for resource_type in BUILTIN_TYPES:
+            self.add(resource_type)
+
+    def add(self, resource_type: ResourceType) -> None:
+        self._by_key[resource_type.key] = resource_type
+        self.generation += 1
+
+    def remove(self, key: str) -> None:
+        if self._by_key.pop(key, None) is not None:
+            self.generation += 1
+
+    def by_key(self, key: str) -> ResourceType | None:
+        return self._by_key.get(key)
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
+        resource_type = self._by_key.get(f"{group}/{plural}")
+        if resource_type is None or version not in resource_type.versions:
+            return None
+        return resource_type
+
+    def by_kind(self, group: str, kind: str) -> ResourceType | None:
+        for resource_type in self._by_key.values():
+            if resource_type.group == group and resource_type.kind == kind:
+                return resource_type
+        return None
+
+    def all(self) -> list[ResourceType]:
+        return list(self._by_key.values())
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """group -> served versions, preferred first (the core group is "")."""
+        found: dict[str, list[str]] = {}
+        for resource_type in self._by_key.values():
+            versions = found.setdefault(resource_type.group, [])
+            for version in _ordered_versions(resource_type):
+                if version not in versions:
+                    versions.append(version)
+        for group, versions in found.items():
+            found[group] = sorted(versions, key=version_priority)
+        return found
+
+    def in_group_version(self, group: str, version: str) -> list[ResourceType]:
+        return [
+            resource_type
+            for resource_type in self._by_key.values()
+            if resource_type.group == group and version in resource_type.versions
+        ]
+
+
+def _ordered_versions(resource_type: ResourceType) -> list[str]:
+    return sorted(resource_type.versions, key=version_priority)
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Kubernetes version ordering: GA before beta before alpha, higher numbers first."""
+    import re
+
+    match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if match is None:
+        return (3, 0, 0, version)
+    major = int(match.group(1))
+    stage = {None: 0, "beta": 1, "alpha": 2}[match.group(2)]
+    minor = int(match.group(3) or 0)
+    return (stage, -major, -minor, version)

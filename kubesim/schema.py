@@ -1,0 +1,287 @@
+"""Structural-schema handling for custom resources: defaulting, pruning of unknown fields and
+validation against a CRD version's openAPIV3Schema, with kube-apiserver's error wording.
+
+CEL rules (x-kubernetes-validations) are not evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .jsoncodec import deep_copy
+
+Schema = dict[str, Any]
+
+_TYPE_NAMES = {
+    "string": str,
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+}
+
+
+@dataclass
+class SchemaResult:
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return '"object"' if isinstance(value, dict) else '"array"'
+    return str(value)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _type_ok(expected: str, value: Any) -> bool:
+    if expected == "integer":
+        return (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            or (isinstance(value, float) and value.is_integer())
+        )
+    if expected == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    python_type = _TYPE_NAMES.get(expected)
+    return python_type is None or isinstance(value, python_type)
+
+
+def apply_defaults(schema: Schema, value: Any) -> None:
+    """Fill absent fields that have a `default`, recursively, in place."""
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        for name, sub in properties.items():
+            if name not in value and "default" in sub:
+                value[name] = deep_copy(sub["default"])
+            if name in value:
+                apply_defaults(sub, value[name])
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, dict):
+            for name, item in value.items():
+                if name not in properties:
+                    apply_defaults(additional, item)
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for item in value:
+                apply_defaults(items, item)
+
+
+def prune(schema: Schema, value: Any, path: str, unknown: list[str], *, root: bool = False) -> None:
+    """Drop fields the schema does not declare (unless it preserves unknown fields)."""
+    if isinstance(value, dict):
+        if schema.get("x-kubernetes-preserve-unknown-fields") and not schema.get("properties"):
+            return
+        if schema.get("x-kubernetes-embedded-resource"):
+            root = True
+        properties = schema.get("properties") or {}
+        additional = schema.get("additionalProperties")
+        for name in list(value):
+            if root and name in ("apiVersion", "kind", "metadata"):
+                continue
+            child = f"{path}.{name}" if path else name
+            if name in properties:
+                prune(properties[name], value[name], child, unknown)
+            elif isinstance(additional, dict):
+                prune(additional, value[name], child, unknown)
+            elif additional is True or schema.get("x-kubernetes-preserve-unknown-fields"):
+                continue
+            else:
+                unknown.append(child)
+                del value[name]
+    elif isinstance(value, list):
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for index, item in enumerate(value):
+                prune(items, item, f"{path}[{index}]", unknown)
+
+
+def validate(schema: Schema, value: Any, path: str, errors: list[tuple[str, str]]) -> None:
+    if value is None:
+        if not schema.get("nullable") and schema.get("type"):
+            errors.append(
+                (
+                    path,
+                    f'Invalid value: "null": {path} in body must be of type {schema["type"]}: "null"',
+                )
+            )
+        return
+    if schema.get("x-kubernetes-int-or-string"):
+        if not isinstance(value, (int, str)) or isinstance(value, bool):
+            errors.append(
+                (
+                    path,
+                    f"Invalid value: {_show(value)}: {path} in body must be of type integer-or-string",
+                )
+            )
+            return
+    else:
+        expected = schema.get("type")
+        if expected and not _type_ok(expected, value):
+            errors.append(
+                (
+                    path,
+                    f'Invalid value: "{_json_type(value)}": {path} in body must be of type '
+                    f'{expected}: "{_json_type(value)}"',
+                )
+            )
+            return
+    enum = schema.get("enum")
+    if enum is not None and value not in enum:
+        supported = ", ".join(_show(v) for v in enum)
+        errors.append((path, f"Unsupported value: {_show(value)}: supported values: {supported}"))
+    if isinstance(value, str):
+        _validate_string(schema, value, path, errors)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        _validate_number(schema, value, path, errors)
+    elif isinstance(value, list):
+        _validate_array(schema, value, path, errors)
+    elif isinstance(value, dict):
+        _validate_object(schema, value, path, errors)
+    for combinator in ("anyOf", "oneOf"):
+        branches = schema.get(combinator)
+        if branches and not any(_branch_ok(branch, value, path) for branch in branches):
+            errors.append((path, f"Invalid value: {_show(value)}: must validate {combinator}"))
+    for branch in schema.get("allOf") or []:
+        validate(branch, value, path, errors)
+
+
+def _branch_ok(branch: Schema, value: Any, path: str) -> bool:
+    found: list[tuple[str, str]] = []
+    validate(branch, value, path, found)
+    return not found
+
+
+def _validate_string(schema: Schema, value: str, path: str, errors: list[tuple[str, str]]) -> None:
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        errors.append((path, f"Too long: may not be more than {schema['maxLength']} bytes"))
+    if "minLength" in schema and len(value) < schema["minLength"]:
+        errors.append(
+            (
+                path,
+                f"Invalid value: {_show(value)}: {path} in body should be at least {schema['minLength']} chars long",
+            )
+        )
+    pattern = schema.get("pattern")
+    if pattern and re.search(pattern, value) is None:
+        errors.append(
+            (path, f"Invalid value: {_show(value)}: {path} in body should match '{pattern}'")
+        )
+
+
+def _validate_number(
+    schema: Schema, value: float, path: str, errors: list[tuple[str, str]]
+) -> None:
+    if "minimum" in schema:
+        low = schema["minimum"]
+        if value < low or (schema.get("exclusiveMinimum") and value == low):
+            errors.append(
+                (
+                    path,
+                    f"Invalid value: {value}: {path} in body should be greater than or equal to {low}",
+                )
+            )
+    if "maximum" in schema:
+        high = schema["maximum"]
+        if value > high or (schema.get("exclusiveMaximum") and value == high):
+            errors.append(
+                (
+                    path,
+                    f"Invalid value: {value}: {path} in body should be less than or equal to {high}",
+                )
+            )
+
+
+def _validate_array(
+    schema: Schema, value: list[Any], path: str, errors: list[tuple[str, str]]
+) -> None:
+    if "maxItems" in schema and len(value) > schema["maxItems"]:
+        errors.append(
+            (path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items")
+        )
+    if "minItems" in schema and len(value) < schema["minItems"]:
+        errors.append(
+            (
+                path,
+                f"Invalid value: {len(value)}: {path} in body should have at least {schema['minItems']} items",
+            )
+        )
+    items = schema.get("items")
+    if isinstance(items, dict):
+        for index, item in enumerate(value):
+            validate(items, item, f"{path}[{index}]", errors)
+    if schema.get("x-kubernetes-list-type") == "map":
+        keys = schema.get("x-kubernetes-list-map-keys") or []
+        seen: set[tuple[Any, ...]] = set()
+        for index, item in enumerate(value):
+            if isinstance(item, dict):
+                identity = tuple(repr(item.get(k)) for k in keys)
+                if identity in seen:
+                    errors.append(
+                        (
+                            f"{path}[{index}]",
+                            f"Duplicate value: {_show(item.get(keys[0]) if keys else item)}",
+                        )
+                    )
+                seen.add(identity)
+    elif schema.get("x-kubernetes-list-type") == "set":
+        seen_values: list[Any] = []
+        for index, item in enumerate(value):
+            if item in seen_values:
+                errors.append((f"{path}[{index}]", f"Duplicate value: {_show(item)}"))
+            seen_values.append(item)
+
+
+def _validate_object(
+    schema: Schema, value: dict[str, Any], path: str, errors: list[tuple[str, str]]
+) -> None:
+    for name in schema.get("required") or []:
+        if name not in value:
+            child = f"{path}.{name}" if path else name
+            errors.append((child, "Required value"))
+    properties = schema.get("properties") or {}
+    additional = schema.get("additionalProperties")
+    if "maxProperties" in schema and len(value) > schema["maxProperties"]:
+        errors.append(
+            (path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items")
+        )
+    for name, item in value.items():
+        child = f"{path}.{name}" if path else name
+        if name in properties:
+            if path == "" and name == "metadata":
+                continue
+            validate(properties[name], item, child, errors)
+        elif isinstance(additional, dict):
+            validate(additional, item, child, errors)
+
+
+def process(schema: Schema | None, obj: dict[str, Any]) -> SchemaResult:
+    """Default, prune and validate a custom resource in place."""
+    result = SchemaResult()
+    if not schema:
+        return result
+    apply_defaults(schema, obj)
+    prune(schema, obj, "", result.unknown, root=True)
+    validate(schema, obj, "", result.errors)
+    return result

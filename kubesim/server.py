@@ -1,0 +1,590 @@
+"""The HTTP face of the emulated API server (aiohttp): routing of Kubernetes REST paths,
+bearer-token authentication, content negotiation (JSON, YAML, Table) and streaming watches."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from . import discovery, jsoncodec, tables
+from .api import APPLY_PATCH, APPLY_PATCH_CBOR, Api, WriteOptions
+from .errors import (
+    ApiError,
+    bad_request,
+    method_not_allowed,
+    not_found,
+    unauthorized,
+    unsupported_media_type,
+)
+from .resources import ResourceType
+from .selectors import (
+    fields_match,
+    labels_match,
+    parse_field_selector,
+    parse_label_selector,
+)
+from .store import ADDED, DELETED, Event, Watcher
+
+log = logging.getLogger("kubesim.server")
+
+JSON = "application/json"
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
+DEFAULT_WATCH_TIMEOUT = 1800.0
+BOOKMARK_INTERVAL = 5.0
+
+
+@dataclass(frozen=True)
+class Route:
+    """A parsed resource path."""
+
+    resource_type: ResourceType
+    version: str
+    namespace: str  # "" when cluster-scoped or across all namespaces
+    name: str
+    subresource: str
+
+
+def _json_response(body: Any, status: int = 200, content_type: str = JSON) -> web.Response:
+    return web.Response(
+        body=jsoncodec.dumps(body), status=status, headers={"Content-Type": content_type}
+    )
+
+
+def _error_response(error: ApiError) -> web.Response:
+    return _json_response(error.status(), status=error.code)
+
+
+def _bool(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "yes")
+
+
+def _parse_body(raw: bytes, content_type: str) -> Any:
+    if "protobuf" in content_type or "cbor" in content_type:
+        raise unsupported_media_type(content_type)
+    if not raw:
+        return None
+    if "yaml" in content_type:
+        try:
+            return jsoncodec.loads(raw)
+        except ValueError:
+            pass
+        try:
+            return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as error:
+            raise bad_request(f"the request body is not valid YAML: {error}") from error
+    try:
+        return jsoncodec.loads(raw)
+    except ValueError as error:
+        raise bad_request(f"the request body is not valid JSON: {error}") from error
+
+
+class ApiServer:
+    """aiohttp application serving one cluster's API."""
+
+    def __init__(self, api: Api, tokens: frozenset[str]) -> None:
+        self.api = api
+        self.tokens = tokens
+        self._tokens_header = frozenset(f"Bearer {token}" for token in tokens)
+        self._discovery_cache: dict[tuple[str, int], bytes] = {}
+        self.app = web.Application(client_max_size=64 * 1024 * 1024)
+        self.app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        self._watch_tasks: set[asyncio.Task[Any]] = set()
+
+    # ---- entry -------------------------------------------------------------------------
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        try:
+            if (
+                path not in PUBLIC_PATHS
+                and request.headers.get("Authorization") not in self._tokens_header
+            ):
+                raise unauthorized()
+            self.api.warnings.clear()
+            return await self._route(request, path)
+        except ApiError as error:
+            return _error_response(error)
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as error:  # never a traceback to the client
+            log.exception("internal error serving %s %s", request.method, path)
+            return _error_response(
+                ApiError(500, "InternalError", f"Internal error occurred: {error}")
+            )
+
+    async def _route(self, request: web.Request, path: str) -> web.StreamResponse:
+        parts = [p for p in path.split("/") if p]
+        if not parts:
+            return _json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/version"]})
+        head = parts[0]
+        if head in ("healthz", "livez", "readyz"):
+            return web.Response(text="ok")
+        if head == "version":
+            return _json_response(discovery.KUBERNETES_VERSION)
+        if head == "openapi":
+            return self._openapi(parts)
+        if head == "api":
+            if len(parts) == 1:
+                return self._discovery(request, core=True)
+            if len(parts) == 2:
+                if parts[1] != "v1":
+                    raise not_found("", "", path)
+                return self._cached(
+                    "api/v1", lambda: discovery.api_resource_list(self.api.registry, "", "v1")
+                )
+            return await self._resource(request, "", parts[1], parts[2:])
+        if head == "apis":
+            if len(parts) == 1:
+                return self._discovery(request, core=False)
+            group = parts[1]
+            if len(parts) == 2:
+                document = discovery.api_group(self.api.registry, group)
+                if document is None:
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
+                return _json_response(document)
+            version = parts[2]
+            if len(parts) == 3:
+                if not self.api.registry.in_group_version(group, version):
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
+                return self._cached(
+                    f"apis/{group}/{version}",
+                    lambda: discovery.api_resource_list(self.api.registry, group, version),
+                )
+            return await self._resource(request, group, version, parts[3:])
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def _cached(self, key: str, build: Any, content_type: str = JSON) -> web.Response:
+        cache_key = (key, self.api.registry.generation)
+        body = self._discovery_cache.get(cache_key)
+        if body is None:
+            body = jsoncodec.dumps(build())
+            self._discovery_cache[cache_key] = body
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    def _discovery(self, request: web.Request, *, core: bool) -> web.Response:
+        accept = request.headers.get("Accept", "")
+        if "as=APIGroupDiscoveryList" in accept:
+            first = next(
+                (part for part in accept.split(",") if "as=APIGroupDiscoveryList" in part), ""
+            )
+            if "v=v2beta1" in first and "v=v2;" not in accept:
+                content_type, api_version = (
+                    discovery.AGGREGATED_V2BETA1,
+                    "apidiscovery.k8s.io/v2beta1",
+                )
+            else:
+                content_type, api_version = discovery.AGGREGATED_V2, "apidiscovery.k8s.io/v2"
+            return self._cached(
+                f"aggregated/{core}/{api_version}",
+                lambda: discovery.aggregated(self.api.registry, core=core, api_version=api_version),
+                content_type,
+            )
+        if core:
+            return _json_response(discovery.api_versions())
+        return self._cached("apis", lambda: discovery.api_group_list(self.api.registry))
+
+    def _openapi(self, parts: list[str]) -> web.Response:
+        if len(parts) >= 2 and parts[1] == "v3":
+            if len(parts) == 2:
+                return _json_response(discovery.openapi_root(self.api.registry))
+            if parts[2] == "api" and len(parts) == 4:
+                group, version = "", parts[3]
+            elif parts[2] == "apis" and len(parts) == 5:
+                group, version = parts[3], parts[4]
+            else:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            document = discovery.openapi_group_version(self.api.registry, group, version)
+            if document is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return self._cached(f"openapi/{group}/{version}", lambda: document)
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    # ---- resources ---------------------------------------------------------------------
+
+    def _parse_route(self, group: str, version: str, rest: list[str]) -> tuple[Route, bool]:
+        """Route and whether the path is a legacy /watch/ path."""
+        legacy_watch = False
+        if rest and rest[0] == "watch":
+            legacy_watch = True
+            rest = rest[1:]
+        registry = self.api.registry
+        namespace = ""
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and (rt := registry.lookup(group, version, rest[2])) is not None
+            and rt.namespaced
+            and not (group == "" and rest[2] in ("status", "finalize"))
+        ):
+            namespace = rest[1]
+            rest = rest[2:]
+        if not rest:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        resource_type = registry.lookup(group, version, rest[0])
+        if resource_type is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if len(rest) > 3:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = rest[1] if len(rest) >= 2 else ""
+        subresource = rest[2] if len(rest) == 3 else ""
+        if (
+            subresource
+            and subresource not in resource_type.subresources
+            and not (resource_type.key == "/namespaces" and subresource == "finalize")
+        ):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return Route(resource_type, version, namespace, name, subresource), legacy_watch
+
+    async def _resource(
+        self, request: web.Request, group: str, version: str, rest: list[str]
+    ) -> web.StreamResponse:
+        route, legacy_watch = self._parse_route(group, version, rest)
+        query = request.query
+        method = request.method
+        rt = route.resource_type
+        if not route.name:
+            if method == "GET":
+                if legacy_watch or _bool(query.get("watch")):
+                    return await self._watch(request, route)
+                return self._list(request, route)
+            if method == "POST":
+                body = _parse_body(await request.read(), request.content_type)
+                created = self.api.create(
+                    rt, route.namespace, body, route.version, _write_options(query)
+                )
+                return self._object_response(request, route, created, 201)
+            if method == "DELETE":
+                return await self._delete_collection(request, route)
+            raise method_not_allowed()
+        if legacy_watch:
+            return await self._watch(request, route, field_name=route.name)
+        if route.subresource == "binding":
+            if method != "POST":
+                raise method_not_allowed()
+            body = _parse_body(await request.read(), request.content_type)
+            self._bind(route, body)
+            return _json_response(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "code": 201,
+                },
+                201,
+            )
+        if route.subresource == "finalize":
+            current = self.api.get(rt, "", route.name)
+            return self._object_response(request, route, current)
+        if method == "GET":
+            obj = self.api.get(rt, route.namespace, route.name)
+            return self._object_response(request, route, obj)
+        options = _write_options(query)
+        if method == "PUT":
+            body = _parse_body(await request.read(), request.content_type)
+            updated = self.api.update(
+                rt, route.namespace, route.name, body, route.version, route.subresource, options
+            )
+            return self._object_response(request, route, updated)
+        if method == "PATCH":
+            content_type = request.content_type
+            body = _parse_body(await request.read(), content_type)
+            existed = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR) and (
+                self.api.store.get(rt.key, route.namespace if rt.namespaced else "", route.name)
+                is not None
+            )
+            patched = self.api.patch(
+                rt,
+                route.namespace,
+                route.name,
+                content_type,
+                body,
+                route.version,
+                route.subresource,
+                options,
+            )
+            created = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR) and not existed
+            return self._object_response(request, route, patched, 201 if created else 200)
+        if method == "DELETE":
+            raw = await request.read()
+            delete_options = _parse_body(raw, request.content_type) or {}
+            if not isinstance(delete_options, dict):
+                raise bad_request("DeleteOptions must be an object")
+            if "propagationPolicy" in query:
+                delete_options["propagationPolicy"] = query["propagationPolicy"]
+            if "orphanDependents" in query:
+                delete_options["orphanDependents"] = _bool(query["orphanDependents"])
+            deleted = self.api.delete(rt, route.namespace, route.name, delete_options, options)
+            return self._object_response(request, route, deleted)
+        raise method_not_allowed()
+
+    def _bind(self, route: Route, body: Any) -> None:
+        if not isinstance(body, dict):
+            raise bad_request("a Binding body is required")
+        target = (body.get("target") or {}).get("name")
+        if not target:
+            raise bad_request("Binding.target.name is required")
+        from .scheduling import bind_pod
+
+        bind_pod(self.api, route.namespace, route.name, str(target))
+
+    def _object_response(
+        self, request: web.Request, route: Route, obj: dict[str, Any], status: int = 200
+    ) -> web.Response:
+        rt = route.resource_type
+        if rt.from_crd and obj.get("apiVersion") != rt.api_version(route.version):
+            obj = {**obj, "apiVersion": rt.api_version(route.version)}
+        headers = {"Content-Type": JSON}
+        if self.api.warnings:
+            headers["Warning"] = ", ".join(f'299 - "{w}"' for w in self.api.warnings[:10])
+        if tables.wants_table(request.headers.get("Accept", "")):
+            body = tables.table(
+                rt,
+                route.version,
+                [obj],
+                include_object=request.query.get("includeObject", "PartialObjectMetadata"),
+                list_meta={"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+            )
+            return web.Response(body=jsoncodec.dumps(body), status=status, headers=headers)
+        return web.Response(body=jsoncodec.dumps(obj), status=status, headers=headers)
+
+    def _selectors(self, request: web.Request, route: Route) -> tuple[Any, Any]:
+        labels = parse_label_selector(request.query.get("labelSelector", ""))
+        fields = parse_field_selector(
+            request.query.get("fieldSelector", ""),
+            route.resource_type.key,
+            route.resource_type.kind,
+        )
+        return labels, fields
+
+    def _list(self, request: web.Request, route: Route) -> web.Response:
+        rt = route.resource_type
+        labels, fields = self._selectors(request, route)
+        try:
+            limit = int(request.query.get("limit", "0") or 0)
+        except ValueError as error:
+            raise bad_request("limit must be an integer") from error
+        result = self.api.list(
+            rt,
+            route.namespace if rt.namespaced and route.namespace else None,
+            labels,
+            fields,
+            limit,
+            request.query.get("continue", ""),
+        )
+        meta: dict[str, Any] = {"resourceVersion": result.resource_version}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+            meta["remainingItemCount"] = result.remaining
+        items = result.items
+        api_version = rt.api_version(route.version)
+        if tables.wants_table(request.headers.get("Accept", "")):
+            body = tables.table(
+                rt,
+                route.version,
+                items,
+                include_object=request.query.get("includeObject", "PartialObjectMetadata"),
+                list_meta=meta,
+            )
+            return _json_response(body)
+        if rt.from_crd:
+            items = [
+                item
+                if item.get("apiVersion") == api_version
+                else {**item, "apiVersion": api_version}
+                for item in items
+            ]
+        return _json_response(
+            {"kind": f"{rt.kind}List", "apiVersion": api_version, "metadata": meta, "items": items}
+        )
+
+    async def _delete_collection(self, request: web.Request, route: Route) -> web.Response:
+        rt = route.resource_type
+        labels, fields = self._selectors(request, route)
+        raw = await request.read()
+        delete_options = _parse_body(raw, request.content_type) or {}
+        if "propagationPolicy" in request.query:
+            delete_options["propagationPolicy"] = request.query["propagationPolicy"]
+        result = self.api.list(
+            rt, route.namespace or None if rt.namespaced else None, labels, fields
+        )
+        deleted = []
+        for obj in result.items:
+            meta = obj["metadata"]
+            try:
+                deleted.append(
+                    self.api.delete(
+                        rt, meta.get("namespace", ""), meta["name"], dict(delete_options)
+                    )
+                )
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+        return _json_response(
+            {
+                "kind": f"{rt.kind}List",
+                "apiVersion": rt.api_version(route.version),
+                "metadata": {"resourceVersion": str(self.api.store.rv)},
+                "items": deleted,
+            }
+        )
+
+    # ---- watch -------------------------------------------------------------------------
+
+    async def _watch(
+        self, request: web.Request, route: Route, field_name: str = ""
+    ) -> web.StreamResponse:
+        rt = route.resource_type
+        query = request.query
+        labels, fields = self._selectors(request, route)
+        if field_name:
+            fields = parse_field_selector(f"metadata.name={field_name}", rt.key, rt.kind)
+        predicate = None
+        if labels or fields:
+
+            def predicate(obj: dict[str, Any]) -> bool:
+                return labels_match(labels, obj["metadata"].get("labels")) and fields_match(
+                    fields, obj
+                )
+
+        rv_text = query.get("resourceVersion", "")
+        send_initial = _bool(query.get("sendInitialEvents"))
+        since: int | None
+        if rv_text in ("", "0") or send_initial:
+            since = None
+        else:
+            try:
+                since = int(rv_text)
+            except ValueError as error:
+                raise bad_request(f"invalid resource version: {rv_text}") from error
+        timeout = DEFAULT_WATCH_TIMEOUT
+        if query.get("timeoutSeconds"):
+            try:
+                timeout = float(query["timeoutSeconds"])
+            except ValueError as error:
+                raise bad_request("timeoutSeconds must be a number") from error
+        bookmarks = _bool(query.get("allowWatchBookmarks"))
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
+        include = query.get("includeObject", "PartialObjectMetadata")
+        namespace = route.namespace if rt.namespaced and route.namespace else None
+        api_version = rt.api_version(route.version)
+        store = self.api.store
+
+        response = web.StreamResponse(
+            status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"}
+        )
+        response.enable_chunked_encoding()
+        try:
+            watcher = store.watch(rt.key, namespace, since, predicate)
+        except ApiError as error:
+            await response.prepare(request)
+            await response.write(
+                jsoncodec.dumps({"type": "ERROR", "object": error.status()}) + b"\n"
+            )
+            await response.write_eof()
+            return response
+        initial_pending = send_initial
+        try:
+            await response.prepare(request)
+            deadline = time.monotonic() + timeout
+            last_write = time.monotonic()
+            encode = self._table_encoder(rt, route.version, include) if as_table else None
+            version_override = api_version if rt.from_crd else None
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                events = (
+                    watcher.wait_now()
+                    if initial_pending
+                    else await watcher.wait(min(remaining, BOOKMARK_INTERVAL))
+                )
+                if events:
+                    await response.write(_encode_events(events, version_override, encode))
+                    last_write = time.monotonic()
+                if initial_pending:
+                    initial_pending = False
+                    await response.write(
+                        self._bookmark(rt, api_version, store.rv, initial_end=True)
+                    )
+                if watcher.closed:
+                    break
+                if bookmarks and time.monotonic() - last_write >= BOOKMARK_INTERVAL:
+                    await response.write(self._bookmark(rt, api_version, store.rv))
+                    last_write = time.monotonic()
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            store.unwatch(watcher)
+        try:
+            await response.write_eof()
+        except (ConnectionResetError, ConnectionError):
+            pass
+        return response
+
+    def _bookmark(
+        self, rt: ResourceType, api_version: str, rv: int, initial_end: bool = False
+    ) -> bytes:
+        metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_end:
+            metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
+        return (
+            jsoncodec.dumps(
+                {
+                    "type": "BOOKMARK",
+                    "object": {"kind": rt.kind, "apiVersion": api_version, "metadata": metadata},
+                }
+            )
+            + b"\n"
+        )
+
+    def _table_encoder(self, rt: ResourceType, version: str, include: str) -> Any:
+        first = [True]
+
+        def encode(event_type: str, event: Event) -> bytes:
+            body = tables.table(rt, version, [event.obj], include_object=include, headers=first[0])
+            body["metadata"] = {"resourceVersion": str(event.rv)}
+            first[0] = False
+            return jsoncodec.dumps({"type": event_type, "object": body}) + b"\n"
+
+        return encode
+
+
+def _encode_events(events: list[tuple[str, Event]], api_version: str | None, encode: Any) -> bytes:
+    if encode is not None:
+        return b"".join(encode(event_type, event) for event_type, event in events)
+    lines = []
+    for event_type, event in events:
+        if event_type == event.type:
+            lines.append(event.line(api_version))
+        else:
+            obj = event.obj
+            if api_version and obj.get("apiVersion") != api_version:
+                obj = {**obj, "apiVersion": api_version}
+            lines.append(jsoncodec.dumps({"type": event_type, "object": obj}) + b"\n")
+    return b"".join(lines)
+
+
+def _write_options(query: Any) -> WriteOptions:
+    dry_run = (
+        bool(query.getall("dryRun", [])) if hasattr(query, "getall") else bool(query.get("dryRun"))
+    )
+    return WriteOptions(
+        dry_run=dry_run,
+        field_manager=query.get("fieldManager", ""),
+        strict=query.get("fieldValidation", "") == "Strict",
+        force=_bool(query.get("force")),
+    )
+
+
+__all__ = ["ADDED", "DELETED", "ApiServer", "Watcher"]

@@ -1,0 +1,227 @@
+"""Load multi-document YAML into models, dispatching on apiVersion and kind.
+
+Errors read ``FILE: document N (Kind/name): field.path: what is wrong``; N counts the YAML
+documents of the file from 1. Documents whose kind we do not model are reported as
+``unsupported kind`` errors, flagged so a caller may choose to skip them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from kueue_api import models
+from kueue_api.errors import FieldError, ValidationFailure, from_pydantic
+from kueue_api.validation import validate_object
+
+__all__ = [
+    "KINDS",
+    "LoadError",
+    "LoadResult",
+    "LoadedObject",
+    "ValidationFailure",
+    "load_documents",
+    "load_text",
+    "model_for",
+    "parse_object",
+    "parse_object_with_warnings",
+]
+
+_KUEUE = "kueue.x-k8s.io/v1beta2"
+
+# (apiVersion, kind) -> model.
+KINDS: dict[tuple[str, str], type[BaseModel]] = {
+    (_KUEUE, "ResourceFlavor"): models.ResourceFlavor,
+    (_KUEUE, "ClusterQueue"): models.ClusterQueue,
+    (_KUEUE, "Cohort"): models.Cohort,
+    (_KUEUE, "LocalQueue"): models.LocalQueue,
+    (_KUEUE, "Workload"): models.Workload,
+    (_KUEUE, "WorkloadPriorityClass"): models.WorkloadPriorityClass,
+    (_KUEUE, "AdmissionCheck"): models.AdmissionCheck,
+    (_KUEUE, "MultiKueueConfig"): models.MultiKueueConfig,
+    (_KUEUE, "MultiKueueCluster"): models.MultiKueueCluster,
+    (_KUEUE, "Topology"): models.Topology,
+    (_KUEUE, "ProvisioningRequestConfig"): models.ProvisioningRequestConfig,
+    ("config.kueue.x-k8s.io/v1beta2", "Configuration"): models.Configuration,
+    ("v1", "Namespace"): models.Namespace,
+    ("v1", "Node"): models.Node,
+    ("v1", "Pod"): models.Pod,
+    ("batch/v1", "Job"): models.Job,
+    ("resource.k8s.io/v1", "DeviceClass"): models.DeviceClass,
+    ("resource.k8s.io/v1", "ResourceClaim"): models.ResourceClaim,
+    ("resource.k8s.io/v1", "ResourceClaimTemplate"): models.ResourceClaimTemplate,
+}
+_VERSIONS_BY_KIND: dict[str, list[str]] = {}
+for _version, _kind in KINDS:
+    _VERSIONS_BY_KIND.setdefault(_kind, []).append(_version)
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """YAML as Kubernetes reads it: timestamps stay strings (sigs.k8s.io/yaml does not
+    turn them into times), so unknown fields round-trip unchanged."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass(frozen=True)
+class LoadedObject:
+    file: str
+    index: int
+    obj: BaseModel
+
+
+@dataclass(frozen=True)
+class LoadError:
+    """One problem with one document; ``unsupported`` marks kinds we do not model."""
+
+    file: str
+    index: int | None
+    kind: str | None
+    name: str | None
+    error: FieldError
+    unsupported: bool = False
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.index is not None:
+            where += f": document {self.index}"
+            if self.kind:
+                where += f" ({self.kind}/{self.name or '<unnamed>'})"
+        return f"{where}: {self.error}"
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    objects: list[LoadedObject] = field(default_factory=list)
+    errors: list[LoadError] = field(default_factory=list)
+    # Problems that do not stop an object from loading (see FieldError.warning).
+    warnings: list[LoadError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def model_for(api_version: str, kind: str) -> type[BaseModel] | None:
+    return KINDS.get((api_version, kind))
+
+
+def _identity(document: Mapping[str, Any]) -> tuple[str, str]:
+    kind = document.get("kind")
+    metadata = document.get("metadata")
+    name = ""
+    if isinstance(metadata, Mapping):
+        raw = metadata.get("name") or (
+            f"{metadata['generateName']}*" if metadata.get("generateName") else ""
+        )
+        name = str(raw)
+        if metadata.get("namespace"):
+            name = f"{metadata['namespace']}/{name}"
+    return (kind if isinstance(kind, str) else ""), name
+
+
+def parse_object(document: Mapping[str, Any]) -> BaseModel:
+    """Parse and validate one object; raises :class:`ValidationFailure` with every error."""
+    return parse_object_with_warnings(document)[0]
+
+
+def parse_object_with_warnings(document: Mapping[str, Any]) -> tuple[BaseModel, list[FieldError]]:
+    """Like :func:`parse_object`, also returning the warnings of an object that loads."""
+    kind, name = _identity(document)
+    api_version = document.get("apiVersion")
+    if not isinstance(api_version, str) or not api_version:
+        raise ValidationFailure(kind, name, [FieldError("apiVersion", "Required value")])
+    if not kind:
+        raise ValidationFailure(kind, name, [FieldError("kind", "Required value")])
+    model = KINDS.get((api_version, kind))
+    if model is None:
+        known = _VERSIONS_BY_KIND.get(kind)
+        if known:
+            message = (
+                f"unsupported apiVersion {api_version!r} for {kind} (supported: {', '.join(known)})"
+            )
+            raise ValidationFailure(kind, name, [FieldError("apiVersion", message)])
+        raise ValidationFailure(
+            kind, name, [FieldError("kind", f"unsupported kind {kind!r} ({api_version})")]
+        )
+    try:
+        obj = model.model_validate(document)
+    except ValidationError as error:
+        raise ValidationFailure(kind, name, from_pydantic(error)) from None
+    problems = validate_object(obj)
+    errors = [problem for problem in problems if not problem.warning]
+    if errors:
+        raise ValidationFailure(kind, name, errors)
+    return obj, [problem for problem in problems if problem.warning]
+
+
+def _unsupported(document: Mapping[str, Any]) -> bool:
+    kind = document.get("kind")
+    return isinstance(kind, str) and kind not in _VERSIONS_BY_KIND
+
+
+def load_text(text: str, file: str = "<input>") -> LoadResult:
+    """Load every document of one YAML stream."""
+    result = LoadResult()
+    try:
+        documents = list(yaml.load_all(text, Loader=_YamlLoader))
+    except yaml.YAMLError as error:
+        result.errors.append(
+            LoadError(file, None, None, None, FieldError("", f"invalid YAML: {error}"))
+        )
+        return result
+    for index, document in enumerate(documents, start=1):
+        if document is None:
+            continue
+        if not isinstance(document, Mapping):
+            result.errors.append(
+                LoadError(
+                    file,
+                    index,
+                    None,
+                    None,
+                    FieldError("", "a document must be a mapping (an object)"),
+                )
+            )
+            continue
+        kind, name = _identity(document)
+        try:
+            obj, warnings = parse_object_with_warnings(document)
+        except ValidationFailure as failure:
+            unsupported = _unsupported(document)
+            result.errors.extend(
+                LoadError(file, index, kind or None, name, error, unsupported)
+                for error in failure.errors
+            )
+            continue
+        result.objects.append(LoadedObject(file, index, obj))
+        result.warnings.extend(LoadError(file, index, kind, name, warning) for warning in warnings)
+    return result
+
+
+def load_documents(paths: Iterable[str | Path]) -> LoadResult:
+    """Load every document of every file, in order; unreadable files are errors too."""
+    result = LoadResult()
+    for path in paths:
+        file = str(path)
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            result.errors.append(
+                LoadError(file, None, None, None, FieldError("", f"cannot read: {error}"))
+            )
+            continue
+        partial = load_text(text, file)
+        result.objects.extend(partial.objects)
+        result.errors.extend(partial.errors)
+        result.warnings.extend(partial.warnings)
+    return result

@@ -1,0 +1,81 @@
+"""batch/v1 Job: the fields Kueue's Job integration reads, with Kubernetes' defaults."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from kueue_api.models.base import CoreModel, Int32, StrictBool, StrictStr, Time
+from kueue_api.models.core import PodTemplateSpec
+from kueue_api.models.meta import LabelSelector, ObjectMeta
+
+__all__ = ["Job", "JobCondition", "JobSpec", "JobStatus"]
+
+_INT32_MAX = 2**31 - 1
+
+
+class JobSpec(CoreModel):
+    parallelism: Int32 | None = Field(default=None, ge=0)
+    completions: Int32 | None = Field(default=None, ge=0)
+    active_deadline_seconds: int | None = Field(default=None, ge=1)
+    backoff_limit: Int32 | None = Field(default=None, ge=0)
+    backoff_limit_per_index: Int32 | None = Field(default=None, ge=0)
+    max_failed_indexes: Int32 | None = Field(default=None, ge=0)
+    selector: LabelSelector | None = None
+    manual_selector: StrictBool | None = None
+    template: PodTemplateSpec
+    ttl_seconds_after_finished: Int32 | None = Field(default=None, ge=0)
+    completion_mode: Literal["NonIndexed", "Indexed"] | None = None
+    suspend: StrictBool | None = None
+    pod_replacement_policy: Literal["TerminatingOrFailed", "Failed"] | None = None
+    pod_failure_policy: dict[str, Any] | None = None
+    success_policy: dict[str, Any] | None = None
+    managed_by: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _apply_defaults(self) -> JobSpec:
+        """Kubernetes' ``SetDefaults_Job``: fill what the API server would fill."""
+        if self.completions is None and self.parallelism is None:
+            self.completions = 1
+        if self.parallelism is None:
+            self.parallelism = 1
+        if self.backoff_limit is None:
+            self.backoff_limit = _INT32_MAX if self.backoff_limit_per_index is not None else 6
+        if self.completion_mode is None:
+            self.completion_mode = "NonIndexed"
+        if self.suspend is None:
+            self.suspend = False
+        if self.pod_replacement_policy is None:
+            self.pod_replacement_policy = (
+                "Failed" if self.pod_failure_policy is not None else "TerminatingOrFailed"
+            )
+        return self
+
+
+class JobCondition(CoreModel):
+    type: StrictStr
+    status: Literal["True", "False", "Unknown"]
+    reason: StrictStr | None = None
+    message: StrictStr | None = None
+    last_transition_time: Time | None = None
+    last_probe_time: Time | None = None
+
+
+class JobStatus(CoreModel):
+    conditions: list[JobCondition] | None = None
+    start_time: Time | None = None
+    completion_time: Time | None = None
+    active: Int32 | None = None
+    succeeded: Int32 | None = None
+    failed: Int32 | None = None
+    ready: Int32 | None = None
+    terminating: Int32 | None = None
+
+
+class Job(CoreModel):
+    api_version: Literal["batch/v1"] = "batch/v1"
+    kind: Literal["Job"] = "Job"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: JobSpec
+    status: JobStatus = Field(default_factory=JobStatus)

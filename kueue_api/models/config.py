@@ -1,0 +1,216 @@
+"""Kueue's manager Configuration (config.kueue.x-k8s.io/v1beta2).
+
+The parts the engine and agent read are typed and defaulted as Kueue's ``SetDefaults_Configuration``
+does (waitForPodsReady is non-nil, hence on, by default); the controller-manager plumbing
+(webhook, metrics, leader election, TLS...) is accepted as given.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from kueue_api.models.base import (
+    Duration,
+    Int32,
+    KueueModel,
+    ResourceList,
+    StrictBool,
+    StrictStr,
+)
+from kueue_api.models.meta import LabelSelector, LabelSelectorRequirement
+
+__all__ = [
+    "CONFIG_API_VERSION",
+    "MULTIKUEUE_DISPATCHER_ALL_AT_ONCE",
+    "MULTIKUEUE_DISPATCHER_INCREMENTAL",
+    "AdmissionFairSharingConfig",
+    "Configuration",
+    "DeviceClassCapacitySource",
+    "DeviceClassCounterSource",
+    "DeviceClassMapping",
+    "DeviceClassSourceConfig",
+    "FairSharingConfig",
+    "IncrementalDispatcherConfig",
+    "Integrations",
+    "MultiKueueConfiguration",
+    "MultiKueueExternalFramework",
+    "RequeuingStrategy",
+    "ResourceTransformation",
+    "Resources",
+    "WaitForPodsReady",
+]
+
+CONFIG_API_VERSION: Final = "config.kueue.x-k8s.io/v1beta2"
+MULTIKUEUE_DISPATCHER_ALL_AT_ONCE = "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+MULTIKUEUE_DISPATCHER_INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+PreemptionStrategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+DEFAULT_PREEMPTION_STRATEGIES: tuple[PreemptionStrategy, ...] = (
+    "LessThanOrEqualToFinalShare",
+    "LessThanInitialShare",
+)
+
+
+class RequeuingStrategy(KueueModel):
+    """Backoff after a PodsReady timeout; ``backoffLimitCount`` nil means requeue forever."""
+
+    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    backoff_limit_count: Int32 | None = None
+    backoff_base_seconds: Int32 = 60
+    backoff_max_seconds: Int32 = 3600
+
+
+class WaitForPodsReady(KueueModel):
+    timeout: Duration = timedelta(minutes=30)
+    block_admission: StrictBool = False
+    requeuing_strategy: RequeuingStrategy = Field(default_factory=RequeuingStrategy)
+    recovery_timeout: Duration | None = None
+
+    def model_post_init(self, context: Any) -> None:
+        if self.timeout == timedelta(0):
+            self.timeout = timedelta(minutes=30)
+        if self.recovery_timeout is None:
+            self.recovery_timeout = self.timeout
+
+
+class IncrementalDispatcherConfig(KueueModel):
+    step_size: Int32 = 3
+
+
+class MultiKueueExternalFramework(KueueModel):
+    name: StrictStr
+
+
+class MultiKueueConfiguration(KueueModel):
+    gc_interval: Duration = Field(default=timedelta(minutes=1), alias="gcInterval")
+    origin: StrictStr = "multikueue"
+    worker_lost_timeout: Duration = timedelta(minutes=15)
+    dispatcher_name: StrictStr = MULTIKUEUE_DISPATCHER_ALL_AT_ONCE
+    external_frameworks: list[MultiKueueExternalFramework] | None = None
+    cluster_profile: dict[str, Any] | None = None
+    incremental_dispatcher_config: IncrementalDispatcherConfig | None = None
+
+    def model_post_init(self, context: Any) -> None:
+        if not self.origin:
+            self.origin = "multikueue"
+        if (
+            self.dispatcher_name == MULTIKUEUE_DISPATCHER_INCREMENTAL
+            and self.incremental_dispatcher_config is None
+        ):
+            self.incremental_dispatcher_config = IncrementalDispatcherConfig()
+
+
+class FairSharingConfig(KueueModel):
+    """Fair sharing is on when this is set; no strategies means Kueue's two, in order."""
+
+    preemption_strategies: list[PreemptionStrategy] | None = None
+
+    def effective_preemption_strategies(self) -> list[PreemptionStrategy]:
+        return list(self.preemption_strategies or DEFAULT_PREEMPTION_STRATEGIES)
+
+
+class AdmissionFairSharingConfig(KueueModel):
+    usage_half_life_time: Duration
+    usage_sampling_interval: Duration = timedelta(minutes=5)
+    resource_weights: dict[str, float] | None = None
+
+    def model_post_init(self, context: Any) -> None:
+        if self.usage_sampling_interval == timedelta(0):
+            self.usage_sampling_interval = timedelta(minutes=5)
+
+
+class ResourceTransformation(KueueModel):
+    input: StrictStr
+    strategy: Literal["Retain", "Replace"] = "Retain"
+    multiply_by: StrictStr | None = None
+    outputs: ResourceList | None = None
+
+
+class DeviceClassCounterSource(KueueModel):
+    name: StrictStr
+    driver: StrictStr
+    device_selector: dict[str, Any]
+
+
+class DeviceClassCapacitySource(KueueModel):
+    name: StrictStr
+    driver: StrictStr
+    device_selector: dict[str, Any]
+
+
+class DeviceClassSourceConfig(KueueModel):
+    counter: DeviceClassCounterSource | None = None
+    capacity: DeviceClassCapacitySource | None = None
+
+
+class DeviceClassMapping(KueueModel):
+    """Requests for devices of these DeviceClasses count as the logical resource ``name``."""
+
+    name: StrictStr
+    device_class_names: list[StrictStr]
+    sources: list[DeviceClassSourceConfig] | None = None
+
+
+class Resources(KueueModel):
+    quota_check_strategy: Literal["BlockUndeclared", "IgnoreUndeclared"] | None = None
+    exclude_resource_prefixes: list[StrictStr] | None = None
+    transformations: list[ResourceTransformation] | None = None
+    device_class_mappings: list[DeviceClassMapping] | None = None
+
+    def effective_quota_check_strategy(self) -> Literal["BlockUndeclared", "IgnoreUndeclared"]:
+        return self.quota_check_strategy or "BlockUndeclared"
+
+
+class Integrations(KueueModel):
+    frameworks: list[StrictStr] = Field(default_factory=lambda: ["batch/job"])
+    external_frameworks: list[StrictStr] | None = None
+    label_keys_to_copy: list[StrictStr] | None = None
+
+    def model_post_init(self, context: Any) -> None:
+        if not self.frameworks:
+            self.frameworks = ["batch/job"]
+
+
+class Configuration(KueueModel):
+    api_version: Literal["config.kueue.x-k8s.io/v1beta2"] = CONFIG_API_VERSION
+    kind: Literal["Configuration"] = "Configuration"
+    namespace: StrictStr = "kueue-system"
+    manage_jobs_without_queue_name: StrictBool = False
+    managed_jobs_namespace_selector: LabelSelector | None = None
+    wait_for_pods_ready: WaitForPodsReady = Field(default_factory=WaitForPodsReady)
+    integrations: Integrations = Field(default_factory=Integrations)
+    multi_kueue: MultiKueueConfiguration = Field(default_factory=MultiKueueConfiguration)
+    fair_sharing: FairSharingConfig | None = None
+    admission_fair_sharing: AdmissionFairSharingConfig | None = None
+    resources: Resources | None = None
+    feature_gates: dict[str, StrictBool] | None = None
+    # Controller-manager plumbing the project does not act on; kept as written.
+    webhook: dict[str, Any] | None = None
+    leader_election: dict[str, Any] | None = None
+    metrics: dict[str, Any] | None = None
+    health: dict[str, Any] | None = None
+    pprof_bind_address: StrictStr | None = None
+    controller: dict[str, Any] | None = None
+    tls: dict[str, Any] | None = None
+    internal_cert_management: dict[str, Any] | None = None
+    client_connection: dict[str, Any] | None = None
+    object_retention_policies: dict[str, Any] | None = None
+    visibility_server: dict[str, Any] | None = None
+
+    def model_post_init(self, context: Any) -> None:
+        if self.managed_jobs_namespace_selector is None:
+            self.managed_jobs_namespace_selector = LabelSelector(
+                match_expressions=[
+                    LabelSelectorRequirement(
+                        key="kubernetes.io/metadata.name",
+                        operator="NotIn",
+                        values=["kube-system", self.namespace],
+                    )
+                ]
+            )
+
+    def feature_enabled(self, gate: str, default: bool) -> bool:
+        """A feature gate's value: as configured, else the given default."""
+        return (self.feature_gates or {}).get(gate, default)

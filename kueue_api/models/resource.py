@@ -1,0 +1,127 @@
+"""resource.k8s.io/v1 (Dynamic Resource Allocation): DeviceClass, ResourceClaim and
+ResourceClaimTemplate, with the fields Kueue's DRA accounting reads."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from kueue_api.models.base import CoreModel, Int64, ResourceList, StrictBool, StrictStr
+from kueue_api.models.meta import ObjectMeta
+
+__all__ = [
+    "CELDeviceSelector",
+    "CapacityRequirements",
+    "DeviceClaim",
+    "DeviceClass",
+    "DeviceClassSpec",
+    "DeviceRequest",
+    "DeviceSelector",
+    "DeviceSubRequest",
+    "ExactDeviceRequest",
+    "ResourceClaim",
+    "ResourceClaimSpec",
+    "ResourceClaimStatus",
+    "ResourceClaimTemplate",
+    "ResourceClaimTemplateSpec",
+]
+
+AllocationMode = Literal["ExactCount", "All"]
+
+
+class CELDeviceSelector(CoreModel):
+    expression: StrictStr
+
+
+class DeviceSelector(CoreModel):
+    cel: CELDeviceSelector | None = None
+
+
+class CapacityRequirements(CoreModel):
+    requests: ResourceList | None = None
+
+
+class ExactDeviceRequest(CoreModel):
+    """One device request; ``count`` defaults to 1 in ExactCount mode, as Kubernetes does."""
+
+    device_class_name: StrictStr
+    selectors: list[DeviceSelector] | None = None
+    allocation_mode: AllocationMode = "ExactCount"
+    count: Int64 | None = None
+    admin_access: StrictBool | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    capacity: CapacityRequirements | None = None
+
+    def model_post_init(self, context: Any) -> None:
+        if self.allocation_mode == "ExactCount" and self.count is None:
+            self.count = 1
+
+
+class DeviceSubRequest(CoreModel):
+    name: StrictStr
+    device_class_name: StrictStr
+    selectors: list[DeviceSelector] | None = None
+    allocation_mode: AllocationMode = "ExactCount"
+    count: Int64 | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    capacity: CapacityRequirements | None = None
+
+    def model_post_init(self, context: Any) -> None:
+        if self.allocation_mode == "ExactCount" and self.count is None:
+            self.count = 1
+
+
+class DeviceRequest(CoreModel):
+    name: StrictStr
+    exactly: ExactDeviceRequest | None = None
+    first_available: list[DeviceSubRequest] | None = None
+
+
+class DeviceClaim(CoreModel):
+    requests: list[DeviceRequest] | None = None
+    constraints: list[dict[str, Any]] | None = None
+    config: list[dict[str, Any]] | None = None
+
+
+class ResourceClaimSpec(CoreModel):
+    devices: DeviceClaim | None = None
+
+
+class ResourceClaimStatus(CoreModel):
+    allocation: dict[str, Any] | None = None
+    reserved_for: list[dict[str, Any]] | None = None
+    devices: list[dict[str, Any]] | None = None
+
+
+class ResourceClaim(CoreModel):
+    api_version: Literal["resource.k8s.io/v1"] = "resource.k8s.io/v1"
+    kind: Literal["ResourceClaim"] = "ResourceClaim"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ResourceClaimSpec = Field(default_factory=ResourceClaimSpec)
+    status: ResourceClaimStatus = Field(default_factory=ResourceClaimStatus)
+
+
+class ResourceClaimTemplateSpec(CoreModel):
+    metadata: ObjectMeta | None = None
+    spec: ResourceClaimSpec
+
+
+class ResourceClaimTemplate(CoreModel):
+    api_version: Literal["resource.k8s.io/v1"] = "resource.k8s.io/v1"
+    kind: Literal["ResourceClaimTemplate"] = "ResourceClaimTemplate"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ResourceClaimTemplateSpec
+
+
+class DeviceClassSpec(CoreModel):
+    selectors: list[DeviceSelector] | None = None
+    config: list[dict[str, Any]] | None = None
+    extended_resource_name: StrictStr | None = None
+
+
+class DeviceClass(CoreModel):
+    api_version: Literal["resource.k8s.io/v1"] = "resource.k8s.io/v1"
+    kind: Literal["DeviceClass"] = "DeviceClass"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: DeviceClassSpec = Field(default_factory=DeviceClassSpec)

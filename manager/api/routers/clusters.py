@@ -1,0 +1,99 @@
+"""/api/v1/clusters: register, list, inspect and remove worker clusters."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import yaml
+from fastapi import APIRouter, Query, Response
+from sqlalchemy.exc import IntegrityError
+
+from manager.api.deps import Runtime, User
+from manager.api.errors import ApiError
+from manager.api.pagination import decode_continue, encode_continue
+from manager.api.schemas import ClusterCreate, ClusterCreated, ClusterOut, Page
+from manager.api.views import cluster_view
+from manager.db import clusters as queries
+from manager.db.credentials import new_token, token_digest
+from manager.db.events import append_event
+from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
+
+router = APIRouter(prefix="/api/v1/clusters", tags=["clusters"])
+
+
+@router.post("", status_code=201, response_model=ClusterCreated, response_model_by_alias=True)
+async def register_cluster(body: ClusterCreate, runtime: Runtime, _: User) -> ClusterCreated:
+    """Register a worker; the answer carries its agent token, shown only this once."""
+    try:
+        config, _info = load_kubeconfig(body.kubeconfig)
+    except KubeconfigError as error:
+        raise ApiError(422, "InvalidKubeconfig", f"kubeconfig: {error}", "kubeconfig") from error
+    token = new_token()
+    now = runtime.clock.now()
+    try:
+        async with runtime.sessions.begin() as session:
+            if await queries.get_cluster(session, body.name) is not None:
+                raise ApiError(
+                    409, "AlreadyExists", f"cluster {body.name!r} already exists", "name"
+                )
+            await queries.add_cluster(
+                session,
+                name=body.name,
+                kubeconfig_encrypted=runtime.cipher.encrypt(yaml.safe_dump(config)),
+                token_sha256=token_digest(token),
+                source="api",
+                now=now,
+            )
+            append_event(
+                session, at=now, kind="ClusterRegistered", message="registered", cluster=body.name
+            )
+    except IntegrityError as error:
+        raise ApiError(
+            409, "AlreadyExists", f"cluster {body.name!r} already exists", "name"
+        ) from error
+    await runtime.dispatcher.add_cluster(body.name)
+    return ClusterCreated(name=body.name, token=token)
+
+
+@router.get("", response_model=Page[ClusterOut], response_model_by_alias=True)
+async def list_clusters(
+    runtime: Runtime,
+    _: User,
+    limit: int = 100,
+    continue_: Annotated[str | None, Query(alias="continue")] = None,
+) -> Page[ClusterOut]:
+    after = decode_continue(continue_)
+    if not 1 <= limit <= 1000:
+        raise ApiError(400, "BadRequest", "limit must be between 1 and 1000", "limit")
+    async with runtime.sessions() as session:
+        rows = [r for r in await queries.list_clusters(session) if r.id > after]
+    page = rows[:limit]
+    more = len(rows) > limit
+    return Page[ClusterOut](
+        items=[cluster_view(r) for r in page],
+        continue_=encode_continue(page[-1].id) if more and page else None,
+    )
+
+
+@router.get("/{name}", response_model=ClusterOut, response_model_by_alias=True)
+async def get_cluster(name: str, runtime: Runtime, _: User) -> ClusterOut:
+    async with runtime.sessions() as session:
+        row = await queries.get_cluster(session, name)
+    if row is None:
+        raise ApiError(404, "NotFound", f"cluster {name!r} not found", "name")
+    return cluster_view(row)
+
+
+@router.delete("/{name}", status_code=204)
+async def delete_cluster(name: str, runtime: Runtime, _: User) -> Response:
+    """Forget a worker; workloads it held are dispatched again elsewhere."""
+    async with runtime.sessions() as session:
+        if await queries.get_cluster(session, name) is None:
+            raise ApiError(404, "NotFound", f"cluster {name!r} not found", "name")
+    await runtime.dispatcher.remove_cluster(name)
+    async with runtime.sessions.begin() as session:
+        await queries.delete_cluster(session, name)
+        append_event(
+            session, at=runtime.clock.now(), kind="ClusterDeleted", message="deleted", cluster=name
+        )
+    return Response(status_code=204)

@@ -1,0 +1,44 @@
+"""/healthz, /readyz and /metrics."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+
+from manager.api.deps import Runtime
+from manager.api.errors import ApiError
+from manager.db import workloads as queries
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(runtime: Runtime) -> dict[str, str]:
+    """Ready when the database answers and the dispatcher runs."""
+    try:
+        async with runtime.sessions() as session:
+            await session.execute(text("SELECT 1"))
+    except Exception as error:
+        raise ApiError(503, "DatabaseUnavailable", f"database: {type(error).__name__}") from error
+    if not runtime.dispatcher.started:
+        raise ApiError(503, "NotStarted", "the dispatcher is not running")
+    return {"status": "ready"}
+
+
+@router.get("/metrics")
+async def metrics(runtime: Runtime) -> Response:
+    async with runtime.sessions() as session:
+        rows = await queries.pending_by_queue(session)
+    runtime.metrics.pending.clear()
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.queue] = counts.get(row.queue, 0) + 1
+    for queue, count in counts.items():
+        runtime.metrics.pending.labels(cluster_queue=queue, status="active").set(count)
+    return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)

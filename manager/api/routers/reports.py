@@ -1,0 +1,69 @@
+"""/api/v1/clusters/{name}/reports: what an agent tells the manager, with that cluster's token."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Request
+from pydantic import ValidationError
+from sqlalchemy.exc import IntegrityError
+
+from manager.api.deps import Runtime, bearer_token
+from manager.api.errors import ApiError
+from manager.api.schemas import AgentReport, ReportAck
+from manager.db import clusters as cluster_queries
+from manager.db.credentials import token_matches
+from manager.dispatch.reports import apply_report
+
+router = APIRouter(prefix="/api/v1/clusters", tags=["reports"])
+
+
+@router.post(
+    "/{name}/reports",
+    response_model=ReportAck,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/AgentReport"}}
+            },
+        }
+    },
+)
+async def receive_report(
+    name: str,
+    request: Request,
+    runtime: Runtime,
+    authorization: Annotated[str | None, Header()] = None,
+) -> ReportAck:
+    """An agent's report; accepted only with the token its cluster got at registration."""
+    token = bearer_token(authorization)
+    async with runtime.sessions() as session:
+        cluster = await cluster_queries.get_cluster(session, name)
+    if cluster is None or not token_matches(token, cluster.token_sha256):
+        raise ApiError(401, "Unauthorized", f"not a valid agent token for cluster {name!r}")
+    try:
+        report = AgentReport.model_validate(await request.json())
+    except ValueError as error:
+        field = None
+        if isinstance(error, ValidationError) and error.errors():
+            field = ".".join(str(p) for p in error.errors()[0]["loc"])
+        raise ApiError(422, "Invalid", f"the report is not valid: {error}", field) from error
+    now = runtime.clock.now()
+    try:
+        async with runtime.sessions.begin() as session:
+            outcome = await apply_report(session, name, report, now)
+    except IntegrityError:
+        runtime.metrics.reports.labels(cluster=name, duplicate="true").inc()
+        return ReportAck(accepted=True, duplicate=True)
+    runtime.metrics.reports.labels(cluster=name, duplicate=str(outcome.duplicate).lower()).inc()
+    if not outcome.duplicate:
+        if report.capacity is not None:
+            runtime.dispatcher.capacity_reported(
+                name, [c.model_dump(by_alias=True) for c in report.capacity], now
+            )
+        for queue, result in outcome.finished:
+            runtime.metrics.finished.labels(cluster_queue=queue, result=result).inc()
+        for workload_id in outcome.touched:
+            runtime.dispatcher.enqueue(workload_id)
+    return ReportAck(accepted=True, duplicate=outcome.duplicate)

@@ -1,0 +1,230 @@
+"""/api/v1/workloads: submit a Job, list and inspect workloads, cancel, nominate, read logs."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Annotated, Any
+
+import yaml
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import PlainTextResponse
+from sqlalchemy.exc import IntegrityError
+
+from manager import states
+from manager.api.deps import Runtime, User
+from manager.api.errors import ApiError
+from manager.api.pagination import decode_continue, encode_continue
+from manager.api.schemas import Nominations, Page, WorkloadOut
+from manager.api.views import workload_view
+from manager.db import workloads as queries
+from manager.db.events import append_event, workload_events
+from manager.db.tables import WorkloadRow
+from manager.jobs import PRIORITY_CLASS_LABEL, QUEUE_LABEL, ManifestError, parse_job, workload_name
+from manager.remote.connection import LOCAL_QUEUES
+
+router = APIRouter(prefix="/api/v1/workloads", tags=["workloads"])
+
+
+async def _read_manifest(request: Request) -> Any:
+    raw = await request.body()
+    content_type = request.headers.get("content-type", "")
+    try:
+        if "yaml" in content_type:
+            return yaml.safe_load(raw)
+        return json.loads(raw)
+    except (ValueError, yaml.YAMLError) as error:
+        raise ApiError(400, "BadRequest", f"the body is not valid JSON or YAML: {error}") from error
+
+
+async def _queue_exists(runtime: Runtime, namespace: str, queue: str) -> bool | None:
+    """True/False when some connected worker answers; None when none is connected."""
+    ready = runtime.dispatcher.ready_connections()
+    if not ready:
+        return None
+    for conn in ready.values():
+        if (namespace, queue) in conn.caches[LOCAL_QUEUES]:
+            return True
+    for conn in ready.values():
+        if await conn.read_custom(LOCAL_QUEUES, queue, namespace) is not None:
+            return True
+    return False
+
+
+async def _priority(runtime: Runtime, name: str | None) -> int:
+    if not name:
+        return 0
+    ready = runtime.dispatcher.ready_connections()
+    for conn in ready.values():
+        found = await conn.read_custom("workloadpriorityclasses", name)
+        if found is not None:
+            return int(found.get("value") or 0)
+    if not ready:
+        return 0
+    raise ApiError(
+        422,
+        "UnknownPriorityClass",
+        f"WorkloadPriorityClass {name!r} does not exist in any connected worker",
+        f"metadata.labels[{PRIORITY_CLASS_LABEL}]",
+    )
+
+
+@router.post("", status_code=201, response_model=WorkloadOut, response_model_by_alias=True)
+async def submit_workload(request: Request, runtime: Runtime, _: User) -> WorkloadOut:
+    """Submit a batch/v1 Job manifest (JSON or YAML) carrying the queue-name label."""
+    try:
+        job = parse_job(await _read_manifest(request))
+    except ManifestError as error:
+        raise ApiError(422, "Invalid", str(error), error.field) from error
+    exists = await _queue_exists(runtime, job.namespace, job.queue)
+    if exists is False:
+        raise ApiError(
+            422,
+            "UnknownQueue",
+            f"LocalQueue {job.namespace}/{job.queue} does not exist in any connected worker",
+            f"metadata.labels[{QUEUE_LABEL}]",
+        )
+    priority = await _priority(runtime, job.priority_class)
+    uid = str(uuid.uuid4())
+    now = runtime.clock.now()
+    row = WorkloadRow(
+        namespace=job.namespace,
+        name=job.name,
+        kind=job.kind,
+        uid=uid,
+        workload_name=workload_name(job.kind, job.name, uid),
+        queue=job.queue,
+        priority_class=job.priority_class,
+        priority=priority,
+        source="api",
+        manifest=job.manifest,
+        requests=job.requests,
+        state=states.PENDING,
+        message=None if exists else "no worker cluster is connected yet",
+        nominated=[],
+        cancel_requested=False,
+        cleanup_pending=False,
+        created_at=now,
+        attempts=[],
+    )
+    try:
+        async with runtime.sessions.begin() as session:
+            if await queries.get_workload(session, job.namespace, job.name) is not None:
+                raise ApiError(
+                    409,
+                    "AlreadyExists",
+                    f"workload {job.namespace}/{job.name} already exists",
+                    "metadata.name",
+                )
+            await queries.add_workload(session, row)
+            append_event(
+                session,
+                at=now,
+                kind="Submitted",
+                message=f"submitted to queue {job.queue}",
+                workload_id=row.id,
+            )
+    except IntegrityError as error:
+        raise ApiError(
+            409,
+            "AlreadyExists",
+            f"workload {job.namespace}/{job.name} already exists",
+            "metadata.name",
+        ) from error
+    runtime.dispatcher.workload_added(row)
+    return workload_view(row)
+
+
+@router.get("", response_model=Page[WorkloadOut], response_model_by_alias=True)
+async def list_workloads(
+    runtime: Runtime,
+    _: User,
+    state: str | None = None,
+    queue: str | None = None,
+    cluster: str | None = None,
+    namespace: str | None = None,
+    limit: int = 100,
+    continue_: Annotated[str | None, Query(alias="continue")] = None,
+) -> Page[WorkloadOut]:
+    if state is not None and state not in states.WORKLOAD_STATES:
+        raise ApiError(
+            400, "BadRequest", f"state must be one of {', '.join(states.WORKLOAD_STATES)}", "state"
+        )
+    if not 1 <= limit <= 1000:
+        raise ApiError(400, "BadRequest", "limit must be between 1 and 1000", "limit")
+    after = decode_continue(continue_)
+    where = queries.WorkloadFilter(state=state, queue=queue, cluster=cluster, namespace=namespace)
+    async with runtime.sessions() as session:
+        rows = await queries.list_workloads(session, where, after_id=after, limit=limit + 1)
+    page = rows[:limit]
+    return Page[WorkloadOut](
+        items=[workload_view(r) for r in page],
+        continue_=encode_continue(page[-1].id) if len(rows) > limit else None,
+    )
+
+
+async def _load(runtime: Runtime, namespace: str, name: str) -> WorkloadRow:
+    async with runtime.sessions() as session:
+        row = await queries.get_workload(session, namespace, name)
+    if row is None:
+        raise ApiError(404, "NotFound", f"workload {namespace}/{name} not found", "name")
+    return row
+
+
+@router.get("/{namespace}/{name}", response_model=WorkloadOut, response_model_by_alias=True)
+async def get_workload(namespace: str, name: str, runtime: Runtime, _: User) -> WorkloadOut:
+    """The workload with every dispatch attempt and its event history."""
+    row = await _load(runtime, namespace, name)
+    async with runtime.sessions() as session:
+        events = await workload_events(session, row.id)
+    return workload_view(row, events)
+
+
+@router.delete("/{namespace}/{name}", response_model=WorkloadOut, response_model_by_alias=True)
+async def cancel_workload(namespace: str, name: str, runtime: Runtime, _: User) -> WorkloadOut:
+    """Cancel: every remote copy is removed; a finished workload stays as it ended."""
+    row = await _load(runtime, namespace, name)
+    if row.state not in states.FINAL_STATES and not row.cancel_requested:
+        async with runtime.sessions.begin() as session:
+            fresh = await queries.get_workload_by_id(session, row.id, for_update=True)
+            if fresh is not None and fresh.state not in states.FINAL_STATES:
+                fresh.cancel_requested = True
+                append_event(
+                    session,
+                    at=runtime.clock.now(),
+                    kind="CancelRequested",
+                    message="cancellation requested",
+                    workload_id=row.id,
+                )
+        runtime.dispatcher.enqueue(row.id)
+        row = await _load(runtime, namespace, name)
+    return workload_view(row)
+
+
+@router.put(
+    "/{namespace}/{name}/nominations", response_model=WorkloadOut, response_model_by_alias=True
+)
+async def nominate_clusters(
+    namespace: str, name: str, body: Nominations, runtime: Runtime, _: User
+) -> WorkloadOut:
+    """For the External dispatcher: the clusters that should get a copy."""
+    row = await _load(runtime, namespace, name)
+    async with runtime.sessions.begin() as session:
+        fresh = await queries.get_workload_by_id(session, row.id, for_update=True)
+        assert fresh is not None
+        fresh.external_nominations = list(dict.fromkeys(body.clusters))
+    runtime.dispatcher.enqueue(row.id)
+    return workload_view(await _load(runtime, namespace, name))
+
+
+@router.get("/{namespace}/{name}/logs", response_class=PlainTextResponse)
+async def workload_logs(namespace: str, name: str, runtime: Runtime, _: User) -> str:
+    """Pod logs from the cluster that ran the workload."""
+    row = await _load(runtime, namespace, name)
+    if row.cluster is None:
+        raise ApiError(409, "NotRunning", f"workload {namespace}/{name} has no winning cluster")
+    conn = runtime.dispatcher.ready_connections().get(row.cluster)
+    if conn is None:
+        raise ApiError(503, "ClusterUnavailable", f"cluster {row.cluster} is not connected")
+    logs = await conn.pod_logs(namespace, name)
+    return "".join(f"==> {pod} <==\n{text}\n" for pod, text in logs)

@@ -1,0 +1,163 @@
+"""Request and response bodies of the REST API (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+T = TypeVar("T")
+
+
+class Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class Page(Wire, Generic[T]):
+    items: list[T]
+    continue_: str | None = Field(default=None, alias="continue")
+
+
+class ClusterCreate(Wire):
+    name: str = Field(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    kubeconfig: str | dict[str, Any]
+
+
+class ClusterCreated(Wire):
+    name: str
+    token: str
+
+
+class ClusterOut(Wire):
+    name: str
+    source: str
+    state: str
+    reason: str | None
+    message: str | None
+    last_contact: datetime | None
+    unreachable_since: datetime | None
+    lost: bool
+    capacity: list[dict[str, Any]] | None
+    capacity_reported_at: datetime | None
+    created_at: datetime
+
+
+class AttemptOut(Wire):
+    cluster: str
+    state: str
+    reason: str | None
+    message: str | None
+    created_at: datetime
+    admitted_at: datetime | None
+    removed_at: datetime | None
+
+
+class EventOut(Wire):
+    at: datetime
+    kind: str
+    cluster: str | None
+    message: str
+
+
+class WorkloadOut(Wire):
+    namespace: str
+    name: str
+    kind: str
+    uid: str
+    workload_name: str
+    queue: str
+    priority_class: str | None
+    priority: int
+    source: str
+    state: str
+    message: str | None
+    cluster: str | None
+    nominated_clusters: list[str]
+    attempts: list[AttemptOut]
+    status: dict[str, Any] | None
+    created_at: datetime
+    dispatched_at: datetime | None
+    admitted_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    events: list[EventOut] | None = None
+
+
+class Nominations(Wire):
+    clusters: list[str] = Field(max_length=20)
+
+
+class QueuedWorkload(Wire):
+    namespace: str
+    name: str
+    priority: int
+    state: str
+    position: int
+    created_at: datetime
+
+
+class QueueOut(Wire):
+    namespace: str
+    name: str
+    pending: int
+    workloads: list[QueuedWorkload]
+
+
+# ---- agent reports (the contract in the common brief) ------------------------------------
+
+
+class ReportedPodSet(Wire):
+    name: str
+    count: int = 0
+    flavors: dict[str, str] = Field(default_factory=dict)
+
+
+class ReportedAdmission(Wire):
+    namespace: str
+    name: str
+    uid: str | None = None
+    cluster_queue: str | None = None
+    admitted_at: datetime | None = None
+    pod_sets: list[ReportedPodSet] = Field(default_factory=list)
+
+
+class ReportedFinish(Wire):
+    namespace: str
+    name: str
+    uid: str | None = None
+    state: str = Field(pattern="^(Succeeded|Failed)$")
+    finished_at: datetime | None = None
+    message: str | None = None
+
+
+class ReportedEviction(Wire):
+    namespace: str
+    name: str
+    uid: str | None = None
+    reason: str = "Evicted"
+    at: datetime | None = None
+
+
+class ReportedCapacity(Wire):
+    cluster_queue: str
+    flavor: str
+    resource: str
+    nominal: str
+    usage: str
+    pending: int = 0
+
+
+class AgentReport(Wire):
+    report_id: str = Field(min_length=1, max_length=128)
+    sent_at: datetime | None = None
+    admissions: list[ReportedAdmission] = Field(default_factory=list)
+    finishes: list[ReportedFinish] = Field(default_factory=list)
+    evictions: list[ReportedEviction] = Field(default_factory=list)
+    capacity: list[ReportedCapacity] | None = None
+
+
+class ReportAck(Wire):
+    accepted: bool
+    duplicate: bool

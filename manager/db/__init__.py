@@ -1,0 +1,1 @@
+"""The manager's store: tables, the engine and sessions, and queries as functions."""

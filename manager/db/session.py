@@ -1,0 +1,53 @@
+"""Engine and session factory: one AsyncSession per unit of work, nothing expired on commit."""
+
+from __future__ import annotations
+
+from sqlalchemy import event
+from sqlalchemy.engine.url import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncSession as AsyncSession
+
+SessionFactory = async_sessionmaker[AsyncSession]
+
+
+SUPPORTED_DRIVERS = ("postgresql+asyncpg", "sqlite+aiosqlite")
+
+
+def check_database_url(url: str) -> str:
+    """The URL if it names a supported async driver; ValueError saying what is expected."""
+    try:
+        driver = make_url(url).drivername
+    except Exception as error:
+        raise ValueError(f"{url!r} is not a database URL") from error
+    if driver not in SUPPORTED_DRIVERS:
+        raise ValueError(
+            f"driver {driver!r} is not supported; use postgresql+asyncpg://... "
+            "or sqlite+aiosqlite:///..."
+        )
+    return url
+
+
+def make_engine(url: str) -> AsyncEngine:
+    """An async engine; SQLite gets foreign keys on and a busy timeout for its single writer."""
+    parsed = make_url(check_database_url(url))
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_async_engine(url, connect_args={"timeout": 30})
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.close()
+
+        return engine
+    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+
+
+def make_session_factory(engine: AsyncEngine) -> SessionFactory:
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def redact(url: str) -> str:
+    """The URL with any password hidden, for messages."""
+    return make_url(url).render_as_string(hide_password=True)

@@ -1,0 +1,788 @@
+"""The dispatcher shell: reconciles each workload from the database and the cluster caches.
+
+Level-based, as controller-runtime reconcilers are: any event only enqueues a workload id; the
+reconcile reads the current state (Postgres + the watch caches) and moves it one step on. So a
+replayed event, a restart or a relist is harmless. Decisions come from the pure functions in
+`nomination` and `remote_state`; this module does the I/O around them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from kubernetes_asyncio.client.exceptions import ApiException
+from sqlalchemy import select
+
+from manager import states
+from manager.db import clusters as cluster_queries
+from manager.db import workloads as workload_queries
+from manager.db.credentials import KubeconfigCipher
+from manager.db.events import append_event
+from manager.db.session import SessionFactory
+from manager.db.tables import AttemptRow, ClusterRow, WorkloadRow
+from manager.dispatch.eviction import take_back
+from manager.dispatch.nomination import Candidate, DispatchConfig, WorkloadDemand, nominate
+from manager.dispatch.remote_state import earliest_admitted, job_state, workload_copy_state
+from manager.dispatch.timing import Clock, is_lost
+from manager.dispatch.workqueue import WorkQueue
+from manager.jobs import job_copy, workload_copy
+from manager.metrics import ManagerMetrics
+from manager.quantities import QuantityError, to_milli
+from manager.remote.connection import (
+    JOBS,
+    LOCAL_QUEUES,
+    WORKLOADS,
+    ClusterConnection,
+    ConnectionSettings,
+    Key,
+    Unreachable,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DispatcherSettings:
+    origin: str = "multikueue"
+    dispatch: DispatchConfig = field(default_factory=DispatchConfig)
+    worker_lost_timeout: timedelta = timedelta(minutes=15)
+    capacity_freshness: timedelta = timedelta(seconds=60)
+    # Real-time periods of the housekeeping loops; timeouts themselves read the injected clock.
+    resync_seconds: float = 30.0
+    gc_seconds: float = 60.0
+    lost_check_seconds: float = 5.0
+    workers: int = 16
+    connection: ConnectionSettings = field(default_factory=ConnectionSettings)
+
+
+@dataclass
+class _Capacity:
+    at: datetime
+    entries: list[dict[str, Any]]
+    # Requests (milli) and count of workloads sent per ClusterQueue since this report.
+    sent: dict[str, dict[str, int]] = field(default_factory=dict)
+    sent_count: dict[str, int] = field(default_factory=dict)
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        sessions: SessionFactory,
+        cipher: KubeconfigCipher,
+        settings: DispatcherSettings,
+        clock: Clock,
+        metrics: ManagerMetrics,
+    ) -> None:
+        self._sessions = sessions
+        self._cipher = cipher
+        self.settings = settings
+        self._clock = clock
+        self._metrics = metrics
+        self.connections: dict[str, ClusterConnection] = {}
+        self._queue: WorkQueue[int] = WorkQueue()
+        self._tasks: list[asyncio.Task[None]] = []
+        # (namespace, workload name) and (namespace, job name) -> workload id.
+        self._by_workload_name: dict[Key, int] = {}
+        self._by_job_name: dict[Key, int] = {}
+        self._capacity: dict[str, _Capacity] = {}
+        # Copies this manager created and has not yet seen deleted: (cluster, kind, key).
+        self._expected: set[tuple[str, str, Key]] = set()
+        self.started = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        async with self._sessions() as session:
+            ids = await workload_queries.ids_needing_work(session)
+            rows = (
+                await session.execute(select(WorkloadRow).where(WorkloadRow.id.in_(ids)))
+            ).scalars()
+            for row in rows:
+                self._index(row)
+            clusters = await cluster_queries.list_clusters(session)
+        for cluster in clusters:
+            if cluster.capacity is not None and cluster.capacity_reported_at is not None:
+                self._capacity[cluster.name] = _Capacity(
+                    cluster.capacity_reported_at, list(cluster.capacity)
+                )
+            self._connect(cluster)
+        for _ in range(self.settings.workers):
+            self._spawn(self._queue.run_worker(self._reconcile_safely), "reconcile")
+        self._spawn(self._periodic(self.settings.resync_seconds, self._resync), "resync")
+        self._spawn(self._periodic(self.settings.gc_seconds, self._collect_garbage), "gc")
+        self._spawn(
+            self._periodic(self.settings.lost_check_seconds, self.check_lost_workers), "lost"
+        )
+        for workload_id in ids:
+            self._queue.add(workload_id)
+        self.started = True
+
+    def _spawn(self, coroutine: Any, name: str) -> None:
+        self._tasks.append(asyncio.create_task(coroutine, name=f"dispatcher-{name}"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        self._queue.close()
+        await asyncio.gather(*(c.stop() for c in self.connections.values()))
+        self.connections.clear()
+        self.started = False
+
+    async def _periodic(self, seconds: float, action: Any) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            try:
+                await action()
+            except Exception:
+                log.exception("periodic %s failed", getattr(action, "__name__", action))
+
+    # ---- clusters --------------------------------------------------------------------------
+
+    def _connect(self, row: ClusterRow) -> None:
+        from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
+
+        try:
+            kubeconfig, _ = load_kubeconfig(self._cipher.decrypt(row.kubeconfig_encrypted))
+        except (KubeconfigError, ValueError) as error:
+            log.error("cluster %s: stored kubeconfig unusable: %s", row.name, error)
+            kubeconfig = {}
+        connection = ClusterConnection(
+            row.name,
+            kubeconfig,
+            origin=self.settings.origin,
+            listener=self,
+            settings=self.settings.connection,
+            count_write=self._metrics.count_write,
+        )
+        self.connections[row.name] = connection
+        connection.start()
+
+    async def add_cluster(self, name: str) -> None:
+        async with self._sessions() as session:
+            row = await cluster_queries.get_cluster(session, name)
+        if row is not None and name not in self.connections:
+            self._connect(row)
+
+    async def remove_cluster(self, name: str) -> list[int]:
+        """Forget a cluster; its undecided or running workloads go back to dispatch."""
+        connection = self.connections.pop(name, None)
+        if connection is not None:
+            await connection.stop()
+        self._capacity.pop(name, None)
+        self._metrics.cluster_connected.labels(cluster=name).set(0)
+        affected = await self._evict_cluster(name, "ClusterDeleted", mark_lost=False)
+        return affected
+
+    def ready_connections(self) -> dict[str, ClusterConnection]:
+        return {n: c for n, c in self.connections.items() if c.ready}
+
+    async def cluster_connected(self, connection: ClusterConnection) -> None:
+        """After a (re)list: remove stale copies first, then let the cluster take work again."""
+        now = self._clock.now()
+        await self._remove_stale_copies(connection)
+        async with self._sessions.begin() as session:
+            row = await cluster_queries.get_cluster(session, connection.name)
+            was = row.state if row else None
+            await cluster_queries.mark_connected(session, connection.name, now)
+            if was != states.CLUSTER_CONNECTED:
+                append_event(
+                    session,
+                    at=now,
+                    kind="ClusterConnected",
+                    message="connected",
+                    cluster=connection.name,
+                )
+        self._metrics.cluster_connected.labels(cluster=connection.name).set(1)
+        for workload_id in set(self._by_workload_name.values()):
+            self._queue.add(workload_id)
+
+    async def cluster_unhealthy(
+        self, connection: ClusterConnection, state: str, reason: str, message: str
+    ) -> None:
+        now = self._clock.now()
+        async with self._sessions.begin() as session:
+            row = await cluster_queries.get_cluster(session, connection.name)
+            if row is None:
+                return
+            first = row.unreachable_since is None
+            await cluster_queries.mark_unhealthy(
+                session, connection.name, state=state, reason=reason, message=message, now=now
+            )
+            if first:
+                append_event(
+                    session,
+                    at=now,
+                    kind="ClusterUnreachable",
+                    message=f"{reason}: {message}",
+                    cluster=connection.name,
+                )
+        self._metrics.cluster_connected.labels(cluster=connection.name).set(0)
+
+    def object_changed(self, connection: ClusterConnection, kind: str, key: Key) -> None:
+        if kind == LOCAL_QUEUES:
+            return
+        workload_id = (
+            self._by_workload_name.get(key) if kind == WORKLOADS else self._by_job_name.get(key)
+        )
+        if key not in connection.caches[kind]:
+            self._expected.discard((connection.name, kind, key))
+        if workload_id is not None:
+            self._queue.add(workload_id)
+
+    # ---- workloads in and out ----------------------------------------------------------------
+
+    def _index(self, row: WorkloadRow) -> None:
+        self._by_workload_name[(row.namespace, row.workload_name)] = row.id
+        self._by_job_name[(row.namespace, row.name)] = row.id
+
+    def _unindex(self, row: WorkloadRow) -> None:
+        self._by_workload_name.pop((row.namespace, row.workload_name), None)
+        self._by_job_name.pop((row.namespace, row.name), None)
+
+    def workload_added(self, row: WorkloadRow) -> None:
+        self._index(row)
+        self._queue.add(row.id)
+
+    def enqueue(self, workload_id: int) -> None:
+        self._queue.add(workload_id)
+
+    def queue_length(self) -> int:
+        return len(self._queue)
+
+    # ---- reconcile -------------------------------------------------------------------------
+
+    async def _reconcile_safely(self, workload_id: int) -> None:
+        try:
+            await self.reconcile(workload_id)
+        except Unreachable as error:
+            log.info("workload %s: a cluster is unreachable (%s); retrying", workload_id, error)
+            self._queue.add_after(workload_id, 2.0)
+        except ApiException as error:
+            log.warning(
+                "workload %s: API error %s %s; retrying", workload_id, error.status, error.reason
+            )
+            self._queue.add_after(workload_id, 2.0)
+        except Exception:
+            log.exception("workload %s: reconcile failed; retrying", workload_id)
+            self._queue.add_after(workload_id, 5.0)
+
+    async def reconcile(self, workload_id: int) -> None:
+        async with self._sessions() as session:
+            row = await workload_queries.get_workload_by_id(session, workload_id)
+        if row is None:
+            return
+        if row.state in states.FINAL_STATES or row.cancel_requested:
+            await self._finalize(row)
+        elif row.cluster is not None:
+            await self._follow_winner(row)
+        else:
+            await self._dispatch(row)
+
+    async def _delete_copies(self, row: WorkloadRow, conn: ClusterConnection) -> bool:
+        """Delete the workload's Workload and Job copies in one cluster; True if any was there."""
+        found = False
+        wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
+        if jkey in conn.caches[JOBS] or (conn.name, JOBS, jkey) in self._expected:
+            await conn.delete_job(row.namespace, row.name)
+            self._expected.discard((conn.name, JOBS, jkey))
+            found = True
+        if wkey in conn.caches[WORKLOADS] or (conn.name, WORKLOADS, wkey) in self._expected:
+            await conn.delete_workload(row.namespace, row.workload_name)
+            self._expected.discard((conn.name, WORKLOADS, wkey))
+            found = True
+        return found
+
+    async def _finalize(self, row: WorkloadRow) -> None:
+        """A finished or cancelled workload: record the end, remove every copy, forget it."""
+        now = self._clock.now()
+        if row.state not in states.FINAL_STATES:
+            async with self._sessions.begin() as session:
+                fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
+                if fresh is None:
+                    return
+                if fresh.state not in states.FINAL_STATES:
+                    fresh.state = states.CANCELLED
+                    fresh.finished_at = now
+                    fresh.message = "cancelled by request"
+                    fresh.cleanup_pending = True
+                    append_event(
+                        session,
+                        at=now,
+                        kind="Cancelled",
+                        message="cancelled by request",
+                        workload_id=fresh.id,
+                    )
+        for conn in self.ready_connections().values():
+            await self._delete_copies(row, conn)
+        async with self._sessions.begin() as session:
+            fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
+            if fresh is None:
+                return
+            for attempt in workload_queries.active_attempts(fresh):
+                attempt.state = states.ATTEMPT_REMOVED
+                attempt.reason = attempt.reason or "Finished"
+                attempt.removed_at = now
+            fresh.cleanup_pending = False
+        self._unindex(row)
+
+    async def _follow_winner(self, row: WorkloadRow) -> None:
+        assert row.cluster is not None
+        conn = self.connections.get(row.cluster)
+        if conn is None or not conn.ready:
+            return  # the lost-worker check decides when to give up on it
+        wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
+        copy_obj = conn.caches[WORKLOADS].get(wkey) or conn.tombstones[WORKLOADS].get(wkey)
+        job_obj = conn.caches[JOBS].get(jkey) or conn.tombstones[JOBS].get(jkey)
+        copy_st = workload_copy_state(copy_obj) if copy_obj is not None else None
+        job_st = job_state(job_obj) if job_obj is not None else None
+        result = (job_st.finished if job_st else None) or (copy_st.finished if copy_st else None)
+        if result is not None:
+            message = (job_st.message if job_st and job_st.finished else None) or (
+                copy_st.finished_message if copy_st else None
+            )
+            await self._finish(row, result, message, job_obj)
+            return
+        copy_live = wkey in conn.caches[WORKLOADS]
+        job_live = jkey in conn.caches[JOBS] or (conn.name, JOBS, jkey) in self._expected
+        if copy_st is not None and copy_live and copy_st.evicted_reason and not copy_st.admitted:
+            await self._requeue(row, f"Evicted:{copy_st.evicted_reason}", "evicted by its worker")
+            return
+        if not copy_live and (conn.name, WORKLOADS, wkey) not in self._expected:
+            if row.job_created_at is None:
+                await self._requeue(
+                    row,
+                    "RemoteWorkloadDeleted",
+                    "the winner's Workload copy disappeared before its Job ran",
+                )
+            elif not job_live:
+                await self._finish(
+                    row,
+                    states.FAILED,
+                    "the winner's Job and Workload were deleted before their final "
+                    "status was seen; not run again",
+                    None,
+                )
+            return
+        # Every other copy goes before the Job is created in the winner.
+        for name, other in self.ready_connections().items():
+            if name != row.cluster:
+                await self._delete_copies(row, other)
+        now = self._clock.now()
+        changes: dict[str, Any] = {}
+        if not job_live:
+            if row.job_created_at is None:
+                changes["job_created_at"] = now
+                await self._save(
+                    row.id,
+                    changes,
+                    event=("JobCreating", row.cluster, f"creating the Job in {row.cluster}"),
+                )
+                changes = {}
+            body = job_copy(
+                row.manifest, workload_name=row.workload_name, origin=self.settings.origin
+            )
+            await conn.create_job(body)
+            self._expected.add((conn.name, JOBS, jkey))
+        if job_st is not None and job_st.started and row.state == states.ADMITTED:
+            changes.update(state=states.RUNNING, started_at=now)
+        status = (job_obj or {}).get("status")
+        if status is not None and status != row.remote_status:
+            changes["remote_status"] = status
+        others_active = [
+            a for a in workload_queries.active_attempts(row) if a.cluster != row.cluster
+        ]
+        if changes or others_active:
+            await self._save(
+                row.id, changes, remove_attempts_except=row.cluster, reason="LostElection"
+            )
+
+    async def _save(
+        self,
+        workload_id: int,
+        changes: dict[str, Any],
+        *,
+        event: tuple[str, str | None, str] | None = None,
+        remove_attempts_except: str | None = None,
+        reason: str = "",
+    ) -> None:
+        now = self._clock.now()
+        async with self._sessions.begin() as session:
+            row = await workload_queries.get_workload_by_id(session, workload_id, for_update=True)
+            if row is None:
+                return
+            for key, value in changes.items():
+                setattr(row, key, value)
+            if remove_attempts_except is not None:
+                for attempt in workload_queries.active_attempts(row):
+                    if attempt.cluster != remove_attempts_except:
+                        attempt.state = states.ATTEMPT_REMOVED
+                        attempt.reason = reason
+                        attempt.removed_at = now
+            if event is not None:
+                kind, cluster, message = event
+                append_event(
+                    session, at=now, kind=kind, message=message, workload_id=row.id, cluster=cluster
+                )
+
+    async def _finish(
+        self, row: WorkloadRow, result: str, message: str | None, job_obj: dict[str, Any] | None
+    ) -> None:
+        now = self._clock.now()
+        async with self._sessions.begin() as session:
+            fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
+            if fresh is None or fresh.state in states.FINAL_STATES:
+                return
+            fresh.state = result
+            fresh.message = message or None
+            fresh.finished_at = now
+            fresh.cleanup_pending = True
+            if job_obj is not None and job_obj.get("status") is not None:
+                fresh.remote_status = job_obj["status"]
+            if fresh.started_at is None:
+                fresh.started_at = now
+            for attempt in workload_queries.active_attempts(fresh):
+                attempt.state = (
+                    result if attempt.cluster == fresh.cluster else (states.ATTEMPT_REMOVED)
+                )
+                attempt.removed_at = now
+            append_event(
+                session,
+                at=now,
+                kind=result,
+                message=message or result,
+                workload_id=fresh.id,
+                cluster=fresh.cluster,
+            )
+        self._metrics.finished.labels(cluster_queue=row.queue, result=result).inc()
+        self._queue.add(row.id)  # to remove the remote objects
+
+    async def _requeue(self, row: WorkloadRow, reason: str, message: str) -> None:
+        """Give up on the winner (evicted, or its copy gone): remove its copies, dispatch again."""
+        assert row.cluster is not None
+        conn = self.connections.get(row.cluster)
+        if conn is not None and conn.ready:
+            await self._delete_copies(row, conn)
+        await self._evict_workloads([row.id], row.cluster, reason, message, states.ATTEMPT_EVICTED)
+        self._queue.add(row.id)
+
+    async def _evict_workloads(
+        self, ids: Iterable[int], cluster: str, reason: str, message: str, attempt_state: str
+    ) -> None:
+        now = self._clock.now()
+        async with self._sessions.begin() as session:
+            for workload_id in ids:
+                row = await workload_queries.get_workload_by_id(
+                    session, workload_id, for_update=True
+                )
+                if row is None or row.state in states.FINAL_STATES:
+                    continue
+                if take_back(
+                    session,
+                    row,
+                    cluster,
+                    reason=reason,
+                    message=message,
+                    attempt_state=attempt_state,
+                    now=now,
+                ):
+                    self._metrics.evicted.labels(cluster_queue=row.queue, reason=reason).inc()
+
+    async def _dispatch(self, row: WorkloadRow) -> None:
+        ready = self.ready_connections()
+        admissions: list[tuple[str, datetime | None]] = []
+        active = {a.cluster: a for a in workload_queries.active_attempts(row)}
+        wkey = (row.namespace, row.workload_name)
+        for cluster, attempt in active.items():
+            conn = ready.get(cluster)
+            obj = conn.caches[WORKLOADS].get(wkey) if conn is not None else None
+            seen = workload_copy_state(obj) if obj is not None else None
+            if seen is not None and seen.admitted and seen.finished is None:
+                admissions.append((cluster, seen.admitted_at))
+            elif attempt.admitted_at is not None and conn is not None:
+                admissions.append((cluster, attempt.admitted_at))
+        winner = earliest_admitted(admissions)
+        if winner is not None:
+            await self._elect(row, winner)
+            return
+        # Copies in clusters without an active attempt are stale (an earlier try): remove them.
+        for name, conn in ready.items():
+            if name not in active:
+                await self._delete_copies(row, conn)
+        now = self._clock.now()
+        demand = WorkloadDemand(
+            requests=self._requests_milli(row),
+            nominated=tuple(row.nominated),
+            round_started_at=row.round_started_at,
+            external=tuple(row.external_nominations)
+            if row.external_nominations is not None
+            else None,
+        )
+        candidates = [self._candidate(conn, row, now) for conn in ready.values()]
+        choice = nominate(self.settings.dispatch, demand, candidates, now)
+        targets = [name for name in choice.clusters if name in ready]
+        withdrawn = [name for name in active if name not in choice.clusters]
+        new = [name for name in targets if name not in active]
+        if (
+            new
+            or withdrawn
+            or list(choice.clusters) != list(row.nominated)
+            or (choice.round_started_at != row.round_started_at)
+        ):
+            async with self._sessions.begin() as session:
+                fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
+                if fresh is None or fresh.cluster is not None or fresh.cancel_requested:
+                    self._queue.add(row.id)
+                    return
+                fresh.nominated = list(choice.clusters)
+                fresh.round_started_at = choice.round_started_at
+                for attempt in workload_queries.active_attempts(fresh):
+                    if attempt.cluster in withdrawn:
+                        attempt.state = states.ATTEMPT_REMOVED
+                        attempt.reason = "NotNominated"
+                        attempt.removed_at = now
+                for name in new:
+                    session.add(
+                        AttemptRow(
+                            workload_id=fresh.id,
+                            cluster=name,
+                            state=states.ATTEMPT_NOMINATED,
+                            created_at=now,
+                        )
+                    )
+                if new and fresh.state in (states.PENDING, states.EVICTED):
+                    fresh.state = states.DISPATCHED
+                    fresh.dispatched_at = fresh.dispatched_at or now
+                if new:
+                    append_event(
+                        session,
+                        at=now,
+                        kind="Nominated",
+                        message="copies sent to " + ", ".join(new),
+                        workload_id=fresh.id,
+                    )
+        for name in withdrawn:
+            if name in ready:
+                await self._delete_copies(row, ready[name])
+        body = workload_copy(
+            row.manifest,
+            workload_name=row.workload_name,
+            origin=self.settings.origin,
+            priority_class=row.priority_class,
+            priority=row.priority,
+        )
+        missing = [
+            n
+            for n in targets
+            if wkey not in ready[n].caches[WORKLOADS] and (n, WORKLOADS, wkey) not in self._expected
+        ]
+        await asyncio.gather(*(self._send_copy(ready[n], body, row) for n in missing))
+        if choice.recheck_at is not None:
+            delay = (choice.recheck_at - now).total_seconds()
+            self._queue.add_after(row.id, min(max(delay, 0.5), self.settings.resync_seconds))
+
+    async def _send_copy(
+        self, conn: ClusterConnection, body: dict[str, Any], row: WorkloadRow
+    ) -> None:
+        await conn.create_workload(body)
+        self._expected.add((conn.name, WORKLOADS, (row.namespace, row.workload_name)))
+        self._metrics.dispatched.labels(cluster_queue=row.queue, cluster=conn.name).inc()
+        self._note_sent(conn, row)
+
+    async def _elect(self, row: WorkloadRow, cluster: str) -> None:
+        now = self._clock.now()
+        async with self._sessions.begin() as session:
+            won = await workload_queries.elect_winner(session, row.id, cluster, now)
+            if won:
+                attempts = (
+                    await session.execute(
+                        select(AttemptRow).where(
+                            AttemptRow.workload_id == row.id,
+                            AttemptRow.cluster == cluster,
+                            AttemptRow.state == states.ATTEMPT_NOMINATED,
+                        )
+                    )
+                ).scalars()
+                for attempt in attempts:
+                    attempt.state = states.ATTEMPT_WON
+                    attempt.admitted_at = attempt.admitted_at or now
+                append_event(
+                    session,
+                    at=now,
+                    kind="Admitted",
+                    message=f"admitted in {cluster}; it is the winner",
+                    workload_id=row.id,
+                    cluster=cluster,
+                )
+        if won:
+            self._metrics.admitted.labels(cluster_queue=row.queue, cluster=cluster).inc()
+            self._metrics.wait_time.labels(cluster_queue=row.queue).observe(
+                max((now - row.created_at).total_seconds(), 0.0)
+            )
+        self._queue.add(row.id)
+
+    # ---- BestFit bookkeeping -----------------------------------------------------------------
+
+    def _requests_milli(self, row: WorkloadRow) -> dict[str, int]:
+        result = {}
+        for resource, amount in (row.requests or {}).items():
+            with contextlib.suppress(QuantityError):
+                result[resource] = to_milli(amount)
+        return result
+
+    def _cluster_queue_of(self, conn: ClusterConnection, row: WorkloadRow) -> str | None:
+        local_queue = conn.caches[LOCAL_QUEUES].get((row.namespace, row.queue))
+        if local_queue is None:
+            return None
+        spec = local_queue.get("spec") or {}
+        value = spec.get("clusterQueue")
+        return str(value) if value else None
+
+    def _candidate(self, conn: ClusterConnection, row: WorkloadRow, now: datetime) -> Candidate:
+        report = self._capacity.get(conn.name)
+        cluster_queue = self._cluster_queue_of(conn, row)
+        if report is None or cluster_queue is None:
+            return Candidate(conn.name)
+        if now - report.at > self.settings.capacity_freshness:
+            return Candidate(conn.name)
+        free: dict[str, int] = {}
+        backlog = 0
+        for entry in report.entries:
+            if entry.get("clusterQueue") != cluster_queue:
+                continue
+            try:
+                room = to_milli(entry.get("nominal", "0")) - to_milli(entry.get("usage", "0"))
+            except QuantityError:
+                continue
+            resource = str(entry.get("resource"))
+            free[resource] = max(free.get(resource, room), room)
+            backlog = max(backlog, int(entry.get("pending") or 0))
+        for resource, sent in report.sent.get(cluster_queue, {}).items():
+            if resource in free:
+                free[resource] -= sent
+        backlog += report.sent_count.get(cluster_queue, 0)
+        return Candidate(conn.name, free=free, backlog=backlog)
+
+    def _note_sent(self, conn: ClusterConnection, row: WorkloadRow) -> None:
+        report = self._capacity.get(conn.name)
+        cluster_queue = self._cluster_queue_of(conn, row)
+        if report is None or cluster_queue is None:
+            return
+        sent = report.sent.setdefault(cluster_queue, {})
+        for resource, milli in self._requests_milli(row).items():
+            sent[resource] = sent.get(resource, 0) + milli
+        report.sent_count[cluster_queue] = report.sent_count.get(cluster_queue, 0) + 1
+
+    def capacity_reported(self, cluster: str, entries: list[dict[str, Any]], at: datetime) -> None:
+        self._capacity[cluster] = _Capacity(at, entries)
+
+    # ---- housekeeping ------------------------------------------------------------------------
+
+    async def _resync(self) -> None:
+        async with self._sessions() as session:
+            ids = await workload_queries.ids_needing_work(session)
+        for workload_id in ids:
+            self._queue.add(workload_id)
+
+    async def _remove_stale_copies(self, conn: ClusterConnection) -> int:
+        """Delete copies in `conn` that no active attempt or running winner accounts for.
+
+        The cache is read before the database: a copy is created only after its attempt is
+        committed, so any copy in this snapshot has its attempt visible to the query below.
+        """
+        workload_keys = list(conn.caches[WORKLOADS])
+        job_keys = list(conn.caches[JOBS])
+        if not workload_keys and not job_keys:
+            return 0
+        async with self._sessions() as session:
+            allowed_workloads = {
+                (ns, wl)
+                for ns, wl in (
+                    await session.execute(
+                        select(WorkloadRow.namespace, WorkloadRow.workload_name)
+                        .join(AttemptRow, AttemptRow.workload_id == WorkloadRow.id)
+                        .where(
+                            AttemptRow.cluster == conn.name,
+                            AttemptRow.state.in_(states.ATTEMPT_ACTIVE),
+                            WorkloadRow.state.not_in(states.FINAL_STATES),
+                            WorkloadRow.cancel_requested.is_(False),
+                        )
+                    )
+                ).all()
+            }
+            allowed_jobs = {
+                (ns, name)
+                for ns, name in (
+                    await session.execute(
+                        select(WorkloadRow.namespace, WorkloadRow.name).where(
+                            WorkloadRow.cluster == conn.name,
+                            WorkloadRow.state.not_in(states.FINAL_STATES),
+                            WorkloadRow.cancel_requested.is_(False),
+                        )
+                    )
+                ).all()
+            }
+        removed = 0
+        for key in job_keys:
+            if key not in allowed_jobs and key in conn.caches[JOBS]:
+                await conn.delete_job(*key)
+                removed += 1
+        for key in workload_keys:
+            if key not in allowed_workloads and key in conn.caches[WORKLOADS]:
+                await conn.delete_workload(*key)
+                removed += 1
+        if removed:
+            log.info("cluster %s: removed %d stale or orphaned copies", conn.name, removed)
+        return removed
+
+    async def _collect_garbage(self) -> None:
+        for conn in list(self.ready_connections().values()):
+            try:
+                await self._remove_stale_copies(conn)
+            except (Unreachable, ApiException) as error:
+                log.info("gc in %s skipped: %s", conn.name, error)
+
+    async def check_lost_workers(self) -> list[str]:
+        """Clusters unreachable past the worker-lost timeout give up their workloads."""
+        now = self._clock.now()
+        async with self._sessions() as session:
+            rows = await cluster_queries.list_clusters(session)
+        lost = []
+        for row in rows:
+            if row.lost or not is_lost(
+                row.unreachable_since, now, self.settings.worker_lost_timeout
+            ):
+                continue
+            await self._evict_cluster(row.name, "WorkerLost", mark_lost=True)
+            lost.append(row.name)
+        return lost
+
+    async def _evict_cluster(self, name: str, reason: str, *, mark_lost: bool) -> list[int]:
+        async with self._sessions() as session:
+            won = await workload_queries.workloads_won_by(session, name)
+            copies = await workload_queries.workloads_with_active_attempt_in(session, name)
+        affected = sorted(set(won) | set(copies))
+        message = (
+            f"cluster {name} was unreachable for longer than the worker-lost timeout"
+            if mark_lost
+            else f"cluster {name} was removed"
+        )
+        await self._evict_workloads(affected, name, reason, message, states.ATTEMPT_LOST)
+        if mark_lost:
+            async with self._sessions.begin() as session:
+                await cluster_queries.mark_lost(session, name)
+                append_event(
+                    session, at=self._clock.now(), kind="WorkerLost", message=message, cluster=name
+                )
+        for workload_id in affected:
+            self._queue.add(workload_id)
+        return affected

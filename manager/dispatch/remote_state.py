@@ -1,0 +1,95 @@
+"""Reading a worker's Workload and Job copies: admitted, finished, evicted, started."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from manager import states
+
+
+def _conditions(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    status = obj.get("status") or {}
+    return list(status.get("conditions") or [])
+
+
+def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    for cond in _conditions(obj):
+        if cond.get("type") == kind and cond.get("status") == "True":
+            return cond
+    return None
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class CopyState:
+    """What a worker's Workload copy says."""
+
+    admitted: bool
+    admitted_at: datetime | None
+    finished: str | None  # Succeeded / Failed
+    finished_message: str | None
+    evicted_reason: str | None
+    uid: str | None
+
+
+def workload_copy_state(obj: Mapping[str, Any]) -> CopyState:
+    """Admitted means quota reserved and every admission check Ready (Kueue's Admitted=True)."""
+    reserved = condition(obj, "QuotaReserved")
+    admitted_cond = condition(obj, "Admitted")
+    finished = condition(obj, "Finished")
+    evicted = condition(obj, "Evicted")
+    finish_state: str | None = None
+    if finished is not None:
+        reason = str(finished.get("reason") or "")
+        finish_state = states.FAILED if reason.lower().startswith("fail") else states.SUCCEEDED
+    return CopyState(
+        admitted=reserved is not None and admitted_cond is not None,
+        admitted_at=parse_time((admitted_cond or {}).get("lastTransitionTime")),
+        finished=finish_state,
+        finished_message=str(finished.get("message") or "") if finished is not None else None,
+        evicted_reason=(str(evicted.get("reason") or "Evicted") if evicted is not None else None),
+        uid=(obj.get("metadata") or {}).get("uid"),
+    )
+
+
+@dataclass(frozen=True)
+class JobState:
+    finished: str | None  # Succeeded / Failed
+    message: str | None
+    started: bool
+
+
+def job_state(obj: Mapping[str, Any]) -> JobState:
+    complete = condition(obj, "Complete") or condition(obj, "SuccessCriteriaMet")
+    failed = condition(obj, "Failed") or condition(obj, "FailureTarget")
+    status = obj.get("status") or {}
+    started = bool(status.get("startTime")) or int(status.get("active") or 0) > 0
+    if complete is not None:
+        return JobState(states.SUCCEEDED, str(complete.get("message") or ""), True)
+    if failed is not None:
+        return JobState(states.FAILED, str(failed.get("message") or ""), True)
+    return JobState(None, None, started)
+
+
+def earliest_admitted(admissions: Sequence[tuple[str, datetime | None]]) -> str | None:
+    """Kueue's rule: the copy admitted first wins; ties (and unknown times) go by cluster name."""
+    if not admissions:
+        return None
+    far = datetime.max.replace(tzinfo=None)
+
+    def key(item: tuple[str, datetime | None]) -> tuple[datetime, str]:
+        name, at = item
+        return ((at.replace(tzinfo=None) if at is not None else far), name)
+
+    return sorted(admissions, key=key)[0][0]

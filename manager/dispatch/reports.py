@@ -1,0 +1,114 @@
+"""Applying an agent's report: admissions, finishes, evictions and capacity, in one transaction.
+
+Reports and watches tell the same story; whichever arrives first moves the workload on, and the
+other then finds nothing left to do. The report id makes a retried report a no-op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import selectinload
+
+from manager import states
+from manager.api.schemas import AgentReport
+from manager.db import clusters as cluster_queries
+from manager.db.events import append_event
+from manager.db.reports import claim_report
+from manager.db.tables import WorkloadRow
+from manager.dispatch.eviction import take_back
+
+
+@dataclass
+class ReportOutcome:
+    duplicate: bool
+    touched: set[int] = field(default_factory=set)
+    finished: list[tuple[str, str]] = field(default_factory=list)  # (queue, result)
+
+
+async def _by_name(session: AsyncSession, namespace: str, name: str) -> WorkloadRow | None:
+    """The workload whose Workload copy (or Job) has this name in this namespace."""
+    result = await session.execute(
+        select(WorkloadRow)
+        .options(selectinload(WorkloadRow.attempts))
+        .where(
+            WorkloadRow.namespace == namespace,
+            (WorkloadRow.workload_name == name) | (WorkloadRow.name == name),
+        )
+        .with_for_update(of=WorkloadRow)
+    )
+    return result.scalars().first()
+
+
+def _attempt_matches(row: WorkloadRow, cluster: str, uid: str | None) -> bool:
+    for attempt in row.attempts:
+        if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:
+            return uid is None or attempt.remote_uid is None or attempt.remote_uid == uid
+    return False
+
+
+async def apply_report(
+    session: AsyncSession, cluster: str, report: AgentReport, now: datetime
+) -> ReportOutcome:
+    if not await claim_report(session, cluster, report.report_id, now):
+        return ReportOutcome(duplicate=True)
+    outcome = ReportOutcome(duplicate=False)
+    await cluster_queries.touch_contact(session, cluster, now)
+    if report.capacity is not None:
+        await cluster_queries.record_capacity(
+            session,
+            cluster,
+            [c.model_dump(by_alias=True) for c in report.capacity],
+            now,
+        )
+    for admission in report.admissions:
+        row = await _by_name(session, admission.namespace, admission.name)
+        if row is None or not _attempt_matches(row, cluster, admission.uid):
+            continue
+        for attempt in row.attempts:
+            if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:
+                attempt.admitted_at = attempt.admitted_at or admission.admitted_at or now
+        outcome.touched.add(row.id)
+    for finish in report.finishes:
+        row = await _by_name(session, finish.namespace, finish.name)
+        if row is None or row.cluster != cluster or row.state in states.FINAL_STATES:
+            continue
+        if row.job_created_at is None:
+            continue  # a copy cannot finish before its Job exists; stale report
+        row.state = finish.state
+        row.message = finish.message or None
+        row.finished_at = now
+        row.started_at = row.started_at or now
+        row.cleanup_pending = True
+        for attempt in row.attempts:
+            if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:
+                attempt.state = finish.state
+                attempt.removed_at = now
+        append_event(
+            session,
+            at=now,
+            kind=finish.state,
+            message=finish.message or f"{finish.state} (agent report)",
+            workload_id=row.id,
+            cluster=cluster,
+        )
+        outcome.touched.add(row.id)
+        outcome.finished.append((row.queue, finish.state))
+    for eviction in report.evictions:
+        row = await _by_name(session, eviction.namespace, eviction.name)
+        if row is None or row.cluster != cluster:
+            continue
+        if take_back(
+            session,
+            row,
+            cluster,
+            reason=f"Evicted:{eviction.reason}",
+            message="evicted by its worker (agent report)",
+            attempt_state=states.ATTEMPT_EVICTED,
+            now=now,
+        ):
+            outcome.touched.add(row.id)
+    return outcome

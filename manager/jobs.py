@@ -1,0 +1,213 @@
+"""The batch/Job adapter: checking a submitted Job and building its worker copies.
+
+Only Workload copies race between workers; the Job copy is built for the winner alone, suspended,
+with the prebuilt-workload-name label so the worker's Kueue adopts the Workload already admitted.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from manager.quantities import QuantityError, from_milli, to_milli
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+MANAGED_BY = "kueue.x-k8s.io/multikueue"
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+class ManifestError(ValueError):
+    """A submitted manifest that cannot be dispatched; names the field at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SubmittedJob:
+    namespace: str
+    name: str
+    kind: str
+    queue: str
+    priority_class: str | None
+    parallelism: int
+    requests: dict[str, str]  # resource -> canonical quantity, for the whole workload
+    manifest: dict[str, Any]
+
+    @property
+    def requests_milli(self) -> dict[str, int]:
+        return {resource: to_milli(amount) for resource, amount in self.requests.items()}
+
+
+def _require_mapping(value: Any, field: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ManifestError(field, "must be an object")
+    return value
+
+
+def parse_job(manifest: Any) -> SubmittedJob:
+    """Check a batch/v1 Job manifest well enough to dispatch it; raise ManifestError otherwise."""
+    body = _require_mapping(manifest, "(body)")
+    if body.get("apiVersion") != "batch/v1" or body.get("kind") != "Job":
+        raise ManifestError(
+            "kind",
+            f"unsupported kind {body.get('apiVersion')}/{body.get('kind')}; "
+            "this manager dispatches batch/v1 Job",
+        )
+    metadata = _require_mapping(body.get("metadata"), "metadata")
+    name = metadata.get("name")
+    if not isinstance(name, str) or len(name) > 63 or not _DNS_LABEL.match(name):
+        raise ManifestError("metadata.name", f"{name!r} is not a valid Job name (DNS-1123 label)")
+    namespace = metadata.get("namespace") or "default"
+    if not isinstance(namespace, str) or not _DNS_LABEL.match(namespace):
+        raise ManifestError("metadata.namespace", f"{namespace!r} is not a valid namespace")
+    labels = _require_mapping(metadata.get("labels") or {}, "metadata.labels")
+    queue = labels.get(QUEUE_LABEL)
+    if not isinstance(queue, str) or not queue:
+        raise ManifestError(f"metadata.labels[{QUEUE_LABEL}]", "the queue-name label is required")
+    if len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue):
+        raise ManifestError(f"metadata.labels[{QUEUE_LABEL}]", f"{queue!r} is not a valid name")
+    priority_class = labels.get(PRIORITY_CLASS_LABEL)
+    spec = _require_mapping(body.get("spec"), "spec")
+    parallelism = spec.get("parallelism", 1)
+    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0:
+        raise ManifestError("spec.parallelism", "must be a non-negative integer")
+    completions = spec.get("completions")
+    if isinstance(completions, int) and not isinstance(completions, bool):
+        parallelism = min(parallelism, completions)
+    template = _require_mapping(spec.get("template"), "spec.template")
+    pod_spec = _require_mapping(template.get("spec"), "spec.template.spec")
+    containers = pod_spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise ManifestError("spec.template.spec.containers", "at least one container is required")
+    per_pod = _pod_requests(pod_spec)
+    total = {r: from_milli(milli * max(parallelism, 1)) for r, milli in per_pod.items()}
+    clean = copy.deepcopy(dict(body))
+    clean_meta = clean["metadata"]
+    clean_meta["namespace"] = namespace
+    for key in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"):
+        clean_meta.pop(key, None)
+    clean.pop("status", None)
+    return SubmittedJob(
+        namespace=namespace,
+        name=name,
+        kind="Job",
+        queue=queue,
+        priority_class=priority_class if isinstance(priority_class, str) else None,
+        parallelism=parallelism,
+        requests=total,
+        manifest=clean,
+    )
+
+
+def _pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+    """Per-pod requests: sum of containers, at least the largest init container (Kubernetes)."""
+    totals: dict[str, int] = {}
+    for index, container in enumerate(pod_spec.get("containers") or []):
+        for resource, milli in _container_requests(
+            container, f"spec.template.spec.containers[{index}]"
+        ).items():
+            totals[resource] = totals.get(resource, 0) + milli
+    for index, container in enumerate(pod_spec.get("initContainers") or []):
+        field = f"spec.template.spec.initContainers[{index}]"
+        for resource, milli in _container_requests(container, field).items():
+            totals[resource] = max(totals.get(resource, 0), milli)
+    return totals
+
+
+def _container_requests(container: Any, field: str) -> dict[str, int]:
+    container = _require_mapping(container, field)
+    resources = _require_mapping(container.get("resources") or {}, f"{field}.resources")
+    requests = dict(_require_mapping(resources.get("requests") or {}, f"{field}.resources"))
+    limits = _require_mapping(resources.get("limits") or {}, f"{field}.resources.limits")
+    for resource, amount in limits.items():
+        requests.setdefault(resource, amount)  # a limit without a request is the request
+    result: dict[str, int] = {}
+    for resource, amount in requests.items():
+        try:
+            result[str(resource)] = to_milli(amount)
+        except QuantityError as error:
+            raise ManifestError(f"{field}.resources.requests.{resource}", str(error)) from error
+    return result
+
+
+def workload_name(kind: str, name: str, uid: str, group: str = "batch") -> str:
+    """Kueue's naming: lower(kind)-<name>, truncated, plus 5 hex digits of a hash."""
+    digest = hashlib.sha1(f"{kind}\x00{group}\x00{name}\x00{uid}".encode()).hexdigest()[:5]
+    prefix = f"{kind.lower()}-{name}"[: 253 - 6].rstrip("-")
+    return f"{prefix}-{digest}"
+
+
+def workload_copy(
+    manifest: Mapping[str, Any],
+    *,
+    workload_name: str,
+    origin: str,
+    priority_class: str | None,
+    priority: int,
+) -> dict[str, Any]:
+    """The Workload each nominated worker gets: metadata and spec, no status, labelled by origin."""
+    metadata = manifest["metadata"]
+    spec = manifest["spec"]
+    parallelism = spec.get("parallelism", 1)
+    completions = spec.get("completions")
+    if isinstance(completions, int):
+        parallelism = min(parallelism, completions)
+    template = copy.deepcopy(spec["template"])
+    template.setdefault("metadata", {})
+    workload_spec: dict[str, Any] = {
+        "queueName": metadata["labels"][QUEUE_LABEL],
+        "podSets": [{"name": "main", "count": parallelism, "template": template}],
+    }
+    if priority_class:
+        workload_spec["priorityClassRef"] = {
+            "group": KUEUE_GROUP,
+            "kind": "WorkloadPriorityClass",
+            "name": priority_class,
+        }
+        workload_spec["priority"] = priority
+    return {
+        "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
+        "kind": "Workload",
+        "metadata": {
+            "name": workload_name,
+            "namespace": metadata["namespace"],
+            "labels": {ORIGIN_LABEL: origin},
+            "annotations": {"mkq.dev/job-name": metadata["name"]},
+        },
+        "spec": workload_spec,
+    }
+
+
+def job_copy(manifest: Mapping[str, Any], *, workload_name: str, origin: str) -> dict[str, Any]:
+    """The Job the winner gets: suspended, no managedBy or selector, pointing at its Workload."""
+    job = copy.deepcopy(dict(manifest))
+    metadata = job.setdefault("metadata", {})
+    labels = dict(metadata.get("labels") or {})
+    labels[ORIGIN_LABEL] = origin
+    labels[PREBUILT_LABEL] = workload_name
+    metadata["labels"] = labels
+    for key in ("uid", "resourceVersion", "creationTimestamp", "ownerReferences", "managedFields"):
+        metadata.pop(key, None)
+    spec = job.setdefault("spec", {})
+    spec.pop("managedBy", None)
+    spec.pop("selector", None)
+    spec["suspend"] = True
+    template_labels = (spec.get("template") or {}).get("metadata", {}).get("labels") or {}
+    for key in ("controller-uid", "batch.kubernetes.io/controller-uid", "job-name"):
+        template_labels.pop(key, None)
+    job.pop("status", None)
+    return job

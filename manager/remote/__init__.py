@@ -1,0 +1,1 @@
+"""Connections to worker clusters: kubernetes-asyncio clients, rate limits, list/watch caches."""

@@ -1,0 +1,406 @@
+"""One worker cluster: its client, rate limiter, list/watch caches and connection health.
+
+The watch loop is our own: list, then watch from the list's resourceVersion; a 410 Gone (or any
+dropped stream) leads to a relist, not a failure. Only a relist that fails marks the cluster
+Unreachable and starts the worker-lost clock; reconnects back off like Kueue's (5 s * 2^n,
+at most 320 s, both configurable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import load_kube_config_from_dict
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from manager import states
+from manager.dispatch.timing import reconnect_delay
+from manager.jobs import KUEUE_GROUP, KUEUE_VERSION, ORIGIN_LABEL
+from manager.remote.ratelimit import TokenBucket
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (namespace, name)
+
+WORKLOADS = "workloads"
+JOBS = "jobs"
+LOCAL_QUEUES = "localqueues"
+
+
+class ConnectionListener(Protocol):
+    """What the dispatcher hears from a connection."""
+
+    async def cluster_connected(self, connection: ClusterConnection) -> None:
+        """Called after a full relist, before the connection counts as ready."""
+
+    async def cluster_unhealthy(
+        self, connection: ClusterConnection, state: str, reason: str, message: str
+    ) -> None: ...
+
+    def object_changed(self, connection: ClusterConnection, kind: str, key: Key) -> None: ...
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    qps: float = 50.0
+    burst: int = 100
+    backoff_base: float = 5.0
+    backoff_cap: float = 320.0
+    watch_timeout: int = 300
+    request_timeout: float = 30.0
+
+
+class Unreachable(Exception):
+    """The cluster did not answer a list; carries a short reason."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class _Gone(Exception):
+    """The watch's resourceVersion is too old (410): relist."""
+
+
+class ClusterConnection:
+    def __init__(
+        self,
+        name: str,
+        kubeconfig: dict[str, Any],
+        *,
+        origin: str,
+        listener: ConnectionListener,
+        settings: ConnectionSettings,
+        count_write: Callable[[str, str], None] = lambda cluster, verb: None,
+    ) -> None:
+        self.name = name
+        self.origin = origin
+        self._kubeconfig = kubeconfig
+        self._listener = listener
+        self._settings = settings
+        self._count_write = count_write
+        self._bucket = TokenBucket(settings.qps, settings.burst)
+        self._api: client.ApiClient | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.state = states.CLUSTER_PENDING
+        self.reason: str | None = None
+        self.message: str | None = None
+        self.ready = False
+        self.caches: dict[str, dict[Key, dict[str, Any]]] = {
+            WORKLOADS: {},
+            JOBS: {},
+            LOCAL_QUEUES: {},
+        }
+        # Last state of objects seen deleted (a Job removed by TTL still tells how it ended).
+        self.tombstones: dict[str, dict[Key, dict[str, Any]]] = {WORKLOADS: {}, JOBS: {}}
+        self.failures = 0
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"cluster-{self.name}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._close_client()
+        self.ready = False
+
+    async def _close_client(self) -> None:
+        if self._api is not None:
+            with contextlib.suppress(Exception):
+                await self._api.close()
+            self._api = None
+
+    async def _build_client(self) -> client.ApiClient:
+        configuration = client.Configuration()
+        try:
+            await load_kube_config_from_dict(self._kubeconfig, client_configuration=configuration)
+        except (ConfigException, KeyError, TypeError, ValueError) as error:
+            raise _InvalidKubeconfig(str(error)) from error
+        configuration.connection_pool_maxsize = 32
+        return client.ApiClient(configuration=configuration)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                if self._api is None:
+                    self._api = await self._build_client()
+                versions = await self._list_all()
+                self.failures = 0
+                self.state = states.CLUSTER_CONNECTED
+                self.reason = self.message = None
+                await self._listener.cluster_connected(self)
+                self.ready = True
+                await self._watch_all(versions)
+            except asyncio.CancelledError:
+                raise
+            except _InvalidKubeconfig as error:
+                await self._unhealthy(
+                    states.CLUSTER_INVALID_KUBECONFIG, "BadKubeConfig", str(error)
+                )
+                await self._close_client()
+            except Unreachable as error:
+                await self._unhealthy(states.CLUSTER_UNREACHABLE, error.reason, error.message)
+            except Exception as error:  # a bug must not kill the connection for good
+                log.exception("cluster %s: unexpected error", self.name)
+                await self._unhealthy(states.CLUSTER_UNREACHABLE, "InternalError", repr(error))
+            self.failures += 1
+            await asyncio.sleep(
+                reconnect_delay(
+                    self.failures, self._settings.backoff_base, self._settings.backoff_cap
+                )
+            )
+
+    async def _unhealthy(self, state: str, reason: str, message: str) -> None:
+        self.ready = False
+        self.state, self.reason, self.message = state, reason, message
+        try:
+            await self._listener.cluster_unhealthy(self, state, reason, message)
+        except Exception:
+            log.exception("cluster %s: recording its state failed", self.name)
+
+    # ---- list / watch ----------------------------------------------------------------------
+
+    def _selector(self, kind: str) -> str | None:
+        return None if kind == LOCAL_QUEUES else f"{ORIGIN_LABEL}={self.origin}"
+
+    async def _list_call(self, kind: str, **params: Any) -> Any:
+        assert self._api is not None
+        selector = self._selector(kind)
+        if selector is not None:
+            params["label_selector"] = selector
+        if kind == JOBS:
+            return await client.BatchV1Api(self._api).list_job_for_all_namespaces(**params)
+        return await client.CustomObjectsApi(self._api).list_cluster_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, kind, **params
+        )
+
+    async def _list(self, kind: str) -> str:
+        """Replace the cache of `kind` with a fresh list; returns the list's resourceVersion."""
+        try:
+            response = await self._list_call(
+                kind, _preload_content=False, _request_timeout=self._settings.request_timeout
+            )
+            body = json.loads(await response.read())
+        except ApiException as error:
+            if error.status == 404 and kind != JOBS:
+                raise Unreachable(
+                    "KueueNotInstalled", f"the cluster does not serve {KUEUE_GROUP} {kind}"
+                ) from error
+            raise Unreachable(
+                "ClientConnectionFailed", f"list {kind}: {error.status} {error.reason}"
+            ) from error
+        except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as error:
+            raise Unreachable("ClientConnectionFailed", f"list {kind}: {error!r}") from error
+        fresh: dict[Key, dict[str, Any]] = {}
+        for item in body.get("items") or []:
+            meta = item.get("metadata") or {}
+            fresh[(meta.get("namespace") or "", meta.get("name") or "")] = item
+        cache = self.caches[kind]
+        gone = set(cache) - set(fresh)
+        changed = [k for k, v in fresh.items() if cache.get(k) != v]
+        for key in gone:
+            self._tombstone(kind, key, cache[key])
+        self.caches[kind] = fresh
+        for key in gone | set(changed):
+            self._listener.object_changed(self, kind, key)
+        return str((body.get("metadata") or {}).get("resourceVersion") or "")
+
+    async def _list_all(self) -> dict[str, str]:
+        versions = {}
+        for kind in (LOCAL_QUEUES, WORKLOADS, JOBS):
+            versions[kind] = await self._list(kind)
+        return versions
+
+    async def _watch_all(self, versions: dict[str, str]) -> None:
+        tasks = [
+            asyncio.create_task(self._watch(kind, version), name=f"watch-{self.name}-{kind}")
+            for kind, version in versions.items()
+        ]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _watch(self, kind: str, version: str) -> None:
+        while True:
+            try:
+                async for event in self._stream(kind, version):
+                    version = self._apply(kind, event) or version
+            except _Gone:
+                version = await self._list(kind)
+            except (aiohttp.ClientError, TimeoutError, OSError, ApiException, ValueError):
+                # A dropped stream is not a lost worker: reconnect by relisting; only a failed
+                # relist (Unreachable, raised from here) marks the cluster unhealthy.
+                version = await self._list(kind)
+
+    async def _stream(self, kind: str, version: str) -> AsyncIterator[dict[str, Any]]:
+        timeout = self._settings.watch_timeout
+        response = await self._list_call(
+            kind,
+            watch=True,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout,
+            _preload_content=False,
+            _request_timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout + 30),
+        )
+        async with response:
+            while True:
+                line = await response.content.readline()
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    if status.get("code") == 410:
+                        raise _Gone()
+                    raise aiohttp.ClientPayloadError(f"watch error: {status.get('message')}")
+                yield event
+
+    def _apply(self, kind: str, event: dict[str, Any]) -> str | None:
+        obj = event.get("object") or {}
+        meta = obj.get("metadata") or {}
+        version = meta.get("resourceVersion")
+        if event.get("type") == "BOOKMARK":
+            return str(version) if version else None
+        key = (meta.get("namespace") or "", meta.get("name") or "")
+        cache = self.caches[kind]
+        if event.get("type") == "DELETED":
+            cache.pop(key, None)
+            self._tombstone(kind, key, obj)
+        else:
+            cache[key] = obj
+            if kind in self.tombstones:
+                self.tombstones[kind].pop(key, None)
+        self._listener.object_changed(self, kind, key)
+        return str(version) if version else None
+
+    def _tombstone(self, kind: str, key: Key, obj: dict[str, Any]) -> None:
+        if kind in self.tombstones:
+            self.tombstones[kind][key] = obj
+
+    # ---- writes (rate limited, idempotent) -------------------------------------------------
+
+    async def _write(self, verb: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        if self._api is None:
+            raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
+        await self._bucket.acquire()
+        self._count_write(self.name, verb)
+        try:
+            return await call()
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise Unreachable("ClientConnectionFailed", f"{verb}: {error!r}") from error
+
+    async def create_workload(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """Create a Workload copy; an existing one is returned as None (it is already there)."""
+        api = client.CustomObjectsApi(self._api)
+        namespace = body["metadata"]["namespace"]
+        try:
+            created: dict[str, Any] = await self._write(
+                "create",
+                lambda: api.create_namespaced_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, namespace, WORKLOADS, body
+                ),
+            )
+            return created
+        except ApiException as error:
+            if error.status == 409:
+                return None
+            raise
+
+    async def delete_workload(self, namespace: str, name: str) -> None:
+        api = client.CustomObjectsApi(self._api)
+        try:
+            await self._write(
+                "delete",
+                lambda: api.delete_namespaced_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, namespace, WORKLOADS, name
+                ),
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    async def create_job(self, body: dict[str, Any]) -> bool:
+        """Create the Job copy; False when it already exists."""
+        api = client.BatchV1Api(self._api)
+        namespace = body["metadata"]["namespace"]
+        try:
+            await self._write("create", lambda: api.create_namespaced_job(namespace, body))
+            return True
+        except ApiException as error:
+            if error.status == 409:
+                return False
+            raise
+
+    async def delete_job(self, namespace: str, name: str) -> None:
+        api = client.BatchV1Api(self._api)
+        try:
+            await self._write(
+                "delete",
+                lambda: api.delete_namespaced_job(name, namespace, propagation_policy="Background"),
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    async def read_custom(
+        self, plural: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """One Kueue object by name, or None when it does not exist."""
+        if self._api is None:
+            return None
+        api = client.CustomObjectsApi(self._api)
+        await self._bucket.acquire()
+        try:
+            if namespace is None:
+                result: dict[str, Any] = await api.get_cluster_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, plural, name
+                )
+            else:
+                result = await api.get_namespaced_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, namespace, plural, name
+                )
+            return result
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    async def pod_logs(self, namespace: str, job_name: str) -> list[tuple[str, str]]:
+        """Logs of the Job's pods, by pod name."""
+        if self._api is None:
+            raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
+        core = client.CoreV1Api(self._api)
+        pods = await core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}")
+        logs = []
+        for pod in pods.items:
+            text = await core.read_namespaced_pod_log(pod.metadata.name, namespace)
+            logs.append((pod.metadata.name, text))
+        return logs
+
+
+class _InvalidKubeconfig(Exception):
+    pass

@@ -1,0 +1,65 @@
+"""The manager's running parts, built from settings: database, cipher, metrics, dispatcher."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from manager.db.credentials import KubeconfigCipher
+from manager.db.schema import require_migrated
+from manager.db.session import SessionFactory, make_engine, make_session_factory, redact
+from manager.dispatch.dispatcher import Dispatcher, DispatcherSettings
+from manager.dispatch.timing import Clock, SystemClock
+from manager.metrics import ManagerMetrics
+from manager.settings import ManagerSettings
+
+
+@dataclass
+class ManagerRuntime:
+    settings: ManagerSettings
+    engine: AsyncEngine
+    sessions: SessionFactory
+    cipher: KubeconfigCipher
+    metrics: ManagerMetrics
+    clock: Clock
+    dispatcher: Dispatcher
+
+    @classmethod
+    async def open(cls, settings: ManagerSettings, clock: Clock | None = None) -> ManagerRuntime:
+        """Check the schema (SchemaNotMigrated otherwise) and start dispatching."""
+        cipher = KubeconfigCipher(settings.encryption_key)
+        engine = make_engine(settings.database_url)
+        try:
+            await require_migrated(engine, redact(settings.database_url))
+        except BaseException:
+            await engine.dispose()
+            raise
+        sessions = make_session_factory(engine)
+        metrics = ManagerMetrics()
+        clock = clock or SystemClock()
+        dispatcher = Dispatcher(
+            sessions,
+            cipher,
+            DispatcherSettings(
+                origin=settings.origin,
+                dispatch=settings.dispatch_config(),
+                worker_lost_timeout=timedelta(seconds=settings.worker_lost_timeout_seconds),
+                capacity_freshness=timedelta(seconds=settings.capacity_freshness_seconds),
+                resync_seconds=settings.resync_seconds,
+                gc_seconds=settings.gc_seconds,
+                lost_check_seconds=settings.lost_check_seconds,
+                workers=settings.reconcile_workers,
+                connection=settings.connection_settings(),
+            ),
+            clock,
+            metrics,
+        )
+        runtime = cls(settings, engine, sessions, cipher, metrics, clock, dispatcher)
+        await dispatcher.start()
+        return runtime
+
+    async def close(self) -> None:
+        await self.dispatcher.stop()
+        await self.engine.dispose()

@@ -1,0 +1,56 @@
+"""Manager settings, read from the environment (MKQ_*) and checked at start-up."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from manager.db.session import check_database_url
+from manager.dispatch.nomination import DispatchConfig, DispatchMode
+from manager.remote.connection import ConnectionSettings
+
+
+class ManagerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MKQ_", extra="ignore")
+
+    database_url: str = Field(description="SQLAlchemy async URL of the manager's database")
+    api_token: str = Field(min_length=8, description="bearer token of users and tools")
+    encryption_key: str = Field(description="Fernet key that encrypts stored kubeconfigs")
+    origin: str = "multikueue"
+    dispatcher: DispatchMode = DispatchMode.ALL_AT_ONCE
+    incremental_step_size: int = Field(default=3, ge=1)
+    incremental_round_seconds: float = Field(default=300.0, gt=0)
+    best_fit_round_seconds: float = Field(default=60.0, gt=0)
+    capacity_freshness_seconds: float = Field(default=60.0, gt=0)
+    worker_lost_timeout_seconds: float = Field(default=900.0, gt=0)
+    worker_qps: float = Field(default=50.0, gt=0)
+    worker_burst: int = Field(default=100, ge=1)
+    reconnect_base_seconds: float = Field(default=5.0, gt=0)
+    reconnect_cap_seconds: float = Field(default=320.0, gt=0)
+    resync_seconds: float = Field(default=30.0, gt=0)
+    gc_seconds: float = Field(default=60.0, gt=0)
+    lost_check_seconds: float = Field(default=5.0, gt=0)
+    reconcile_workers: int = Field(default=16, ge=1)
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, value: str) -> str:
+        return check_database_url(value)
+
+    def dispatch_config(self) -> DispatchConfig:
+        return DispatchConfig(
+            mode=self.dispatcher,
+            step_size=self.incremental_step_size,
+            round_timeout=timedelta(seconds=self.incremental_round_seconds),
+            best_fit_round_timeout=timedelta(seconds=self.best_fit_round_seconds),
+        )
+
+    def connection_settings(self) -> ConnectionSettings:
+        return ConnectionSettings(
+            qps=self.worker_qps,
+            burst=self.worker_burst,
+            backoff_base=self.reconnect_base_seconds,
+            backoff_cap=self.reconnect_cap_seconds,
+        )

@@ -1,0 +1,117 @@
+"""`mkq agent run`: the worker agent against one cluster, until interrupted."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from worker_agent.agent import Agent, AgentConfig
+from worker_agent.kube_client import ApiError, KubeClient
+
+
+@click.group()
+def agent() -> None:
+    """Run the worker agent in a cluster."""
+
+
+@agent.command("run")
+@click.option(
+    "--kubeconfig", required=True, type=click.Path(dir_okay=False), help="Kubeconfig file."
+)
+@click.option(
+    "--cluster-name", required=True, help="This cluster's name (as the manager knows it)."
+)
+@click.option("--manager-url", default=None, help="The manager's base URL, for reports.")
+@click.option("--token", default=None, help="This cluster's agent token for the manager.")
+@click.option("--metrics-port", type=int, default=None, help="Serve /healthz, /readyz, /metrics.")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@click.option("--context", default=None, help="Kubeconfig context (default: current).")
+@click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
+@click.option("--lease-namespace", default="default", show_default=True)
+@click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
+def run(
+    kubeconfig: str,
+    cluster_name: str,
+    manager_url: str | None,
+    token: str | None,
+    metrics_port: int | None,
+    metrics_host: str,
+    context: str | None,
+    leader_elect: bool,
+    lease_namespace: str,
+    verbose: bool,
+) -> None:
+    """Admit the cluster's queued Jobs and Workloads with the engine."""
+    console = Console(stderr=True)
+    if manager_url and not token:
+        console.print("[red]error:[/red] --token is required with --manager-url")
+        sys.exit(2)
+    if not Path(kubeconfig).is_file():
+        console.print(f"[red]error:[/red] --kubeconfig {kubeconfig}: no such file")
+        sys.exit(2)
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    config = AgentConfig(
+        cluster_name=cluster_name,
+        manager_url=manager_url,
+        token=token,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
+        leader_elect=leader_elect,
+        lease_namespace=lease_namespace,
+    )
+    try:
+        asyncio.run(_run(kubeconfig, context, config, console))
+    except _BadKubeconfig as error:
+        console.print(f"[red]error:[/red] --kubeconfig {kubeconfig}: {error}")
+        sys.exit(2)
+
+
+class _BadKubeconfig(Exception):
+    pass
+
+
+async def _run(kubeconfig: str, context: str | None, config: AgentConfig, console: Console) -> None:
+    try:
+        client = await KubeClient.from_kubeconfig(kubeconfig, context)
+    except Exception as error:  # the kubeconfig library raises many kinds
+        raise _BadKubeconfig(str(error) or type(error).__name__) from None
+    try:
+        await client.request("GET", "/version")
+    except (ApiError, OSError) as error:
+        console.print(f"[yellow]warning:[/yellow] cluster not reachable yet ({error}); retrying")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    agent_ = Agent(config, client)
+    await agent_.start()
+    try:
+        with Live(_status(agent_), console=console, refresh_per_second=2, transient=True) as live:
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.5)
+                live.update(_status(agent_))
+    finally:
+        await agent_.stop()
+        await client.close()
+    console.print(f"agent for cluster {config.cluster_name} stopped")
+
+
+def _status(agent_: Agent) -> Text:
+    role = "leader" if agent_.is_leader else "standby"
+    state = "synced" if agent_.ready else "syncing caches"
+    port = f", metrics on :{agent_.health_port}" if agent_.health_port else ""
+    return Text(f"mkq agent [{agent_.config.cluster_name}] {role}, {state}{port}")

@@ -1,0 +1,182 @@
+"""`mkq bench`: benchmarks measured on Kueue's own scenarios and read against the floor.
+
+`scheduler` is bench/scheduler; `dispatch` is the manager's benchmark, mounted from
+`bench.dispatch` (a click command named `dispatch`) once that package provides it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from bench.scheduler.generator import GeneratorError
+from bench.scheduler.simulation import ProgressCallback, SimulationError
+
+
+def _dispatch_command() -> click.Command | None:
+    try:
+        module = importlib.import_module("bench.dispatch")
+    except ModuleNotFoundError as error:
+        if error.name not in ("bench.dispatch", "bench"):
+            raise
+        return None
+    command = getattr(module, "dispatch", None)
+    return command if isinstance(command, click.Command) else None
+
+
+def _dispatch_unavailable() -> click.Command:
+    @click.command(
+        name="dispatch",
+        help="The manager's dispatch benchmark (not yet available).",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+    def dispatch() -> None:
+        click.echo("mkq bench dispatch: not yet available in this build", err=True)
+        sys.exit(2)
+
+    return dispatch
+
+
+class BenchGroup(click.Group):
+    """`scheduler` is built in; `dispatch` is looked up when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), "dispatch"})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name == "dispatch":
+            return _dispatch_command() or _dispatch_unavailable()
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=BenchGroup)
+def bench() -> None:
+    """Benchmarks against Kueue's published figures and the floor."""
+
+
+def _progress_bar(console: Console, total: int, mode: str) -> tuple[Progress, ProgressCallback]:
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("finished · {task.fields[clock]} {task.fields[sim]}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+    clock = "simulated" if mode == "engine" else "wall"
+    task = progress.add_task("workloads", total=total, sim="0.0 s", clock=clock)
+    last = [0.0]
+
+    def update(finished: int, total_: int, now_ms: int) -> None:
+        moment = time.monotonic()
+        if moment - last[0] < 0.2 and finished < total_:
+            return
+        last[0] = moment
+        progress.update(task, completed=finished, sim=f"{now_ms / 1000:,.1f} s")
+
+    return progress, update
+
+
+@bench.command()
+@click.option(
+    "--generator",
+    "generator",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Kueue generator file (test/performance/scheduler format).",
+)
+@click.option(
+    "--rangespec",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Kueue rangespec file: thresholds to check the run against.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["engine", "cluster"]),
+    default="engine",
+    show_default=True,
+    help="engine: the engine on a simulated clock; cluster: kubesim + the real agent.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Output directory (default ./bench-out/scheduler-<name>).",
+)
+@click.option("--name", help="Scenario name (default: the generator's directory name).")
+@click.option(
+    "--time-limit",
+    type=float,
+    default=3600.0,
+    show_default=True,
+    help="Cluster mode: give up after this many seconds.",
+)
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def scheduler(
+    generator: Path,
+    rangespec: Path | None,
+    mode: str,
+    out: Path | None,
+    name: str | None,
+    time_limit: float,
+    no_progress: bool,
+) -> None:
+    """Run Kueue's scheduler-performance scenario on mkq and compare with Kueue's figures.
+
+    Prints summary.json on stdout. Exit 0 when the run completes (and every rangespec threshold
+    holds), 1 when a rangespec threshold fails, 2 on bad input.
+    """
+    from bench.scheduler.cluster import ClusterRunError
+    from bench.scheduler.run import RunRequest, load_scenario, run_cluster_mode, run_engine
+
+    words = ["mkq", "bench", "scheduler", "--generator", str(generator)]
+    if rangespec is not None:
+        words += ["--rangespec", str(rangespec)]
+    words += ["--mode", mode]
+    if out is not None:
+        words += ["--out", str(out)]
+    if name is not None:
+        words += ["--name", name]
+    request = RunRequest(generator, rangespec, mode, out, name, shlex.join(words))
+    err = Console(stderr=True)
+
+    def run(progress: ProgressCallback | None) -> dict[str, Any]:
+        if mode == "cluster":
+            return run_cluster_mode(request, progress, time_limit_s=time_limit)
+        return run_engine(request, progress)
+
+    try:
+        total = len(load_scenario(request).arrivals)
+        if no_progress:
+            document = run(None)
+        else:
+            progress, update = _progress_bar(err, total, mode)
+            with progress:
+                document = run(update)
+    except GeneratorError as error:
+        click.echo(f"mkq bench scheduler: {error}", err=True)
+        sys.exit(2)
+    except (SimulationError, ClusterRunError) as error:
+        click.echo(f"mkq bench scheduler: the run did not complete: {error}", err=True)
+        sys.exit(1)
+    click.echo(json.dumps(document, indent=2))
+    files = document["files"]
+    click.echo(f"wrote {files['summary']}, {files['table']}, {files['plot']}", err=True)
+    spec = document.get("rangespec")
+    if spec is not None and not spec["passed"]:
+        sys.exit(1)

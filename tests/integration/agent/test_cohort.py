@@ -1,0 +1,119 @@
+"""Three queues in a cohort: an idle queue's quota is borrowed, and never beyond the cohort."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.integration.agent.conftest import (
+    AdmissionLog,
+    AgentFactory,
+    apply,
+    is_true,
+    wait_until,
+)
+from worker_agent.kube_client import KubeClient
+from worker_agent.resources import WORKLOADS
+
+TEAMS = ("team-a", "team-b", "team-c")
+
+
+def setup() -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "ResourceFlavor",
+            "metadata": {"name": "default-flavor"},
+        }
+    ]
+    for team in TEAMS:
+        docs.append(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "ClusterQueue",
+                "metadata": {"name": team},
+                "spec": {
+                    "cohortName": "shared",
+                    "namespaceSelector": {},
+                    "resourceGroups": [
+                        {
+                            "coveredResources": ["cpu"],
+                            "flavors": [
+                                {
+                                    "name": "default-flavor",
+                                    "resources": [{"name": "cpu", "nominalQuota": 3}],
+                                }
+                            ],
+                        }
+                    ],
+                },
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": team, "namespace": "default"},
+                "spec": {"clusterQueue": team},
+            }
+        )
+    return docs
+
+
+def job(name: str, queue: str, cpus: int, run_for: str | None) -> dict[str, Any]:
+    """A one-pod Job; without `run_for` its pod runs until deleted."""
+    annotations = {"kubesim.mkq.dev/run-for": run_for} if run_for else {}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"kueue.x-k8s.io/queue-name": queue},
+        },
+        "spec": {
+            "parallelism": 1,
+            "completions": 1,
+            "suspend": True,
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": str(cpus)}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+async def test_a_busy_queue_borrows_idle_quota_within_the_cohort_only(
+    client: KubeClient, start_agent: AgentFactory
+) -> None:
+    await apply(client, setup())
+    async with AdmissionLog(client) as log:
+        await start_agent()
+        await apply(client, [job("b-1", "team-b", 3, None)])
+
+        async def b_admitted() -> bool:
+            return "default/" in "".join(log.holding) and "team-b" in log.holding.values()
+
+        await wait_until(b_admitted, "team-b's job to be admitted")
+        await apply(client, [job(f"a-{i}", "team-a", 3, "1s") for i in range(3)])
+
+        async def team_a_finished() -> bool:
+            items, _ = await client.list(WORKLOADS, "default")
+            team_a = [w for w in items if w["spec"]["queueName"] == "team-a"]
+            return len(team_a) == 3 and all(is_true(w, "Finished") for w in team_a)
+
+        await wait_until(team_a_finished, "team-a's Workloads to finish", seconds=90)
+        assert list(log.holding.values()) == ["team-b"]  # b-1 still runs
+
+    # team-a borrowed team-c's idle 3 CPUs (two jobs at once), but never team-b's busy ones.
+    assert log.peak["team-a"] == 2
+    assert log.peak["*"] <= 3
+    assert sorted(log.admissions.values()) == [1, 1, 1, 1]

@@ -1,0 +1,89 @@
+"""Two replicas never both lead; health, readiness and Kueue's metrics are served over HTTP."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from tests.integration.agent.conftest import (
+    EXAMPLES,
+    AgentFactory,
+    apply,
+    is_true,
+    load_yaml,
+    wait_until,
+    workload_of_job,
+)
+from worker_agent.kube_client import KubeClient
+from worker_agent.resources import LEASES
+
+GETTING_STARTED = EXAMPLES / "getting-started"
+
+
+async def test_only_one_replica_leads_and_a_standby_takes_over(
+    client: KubeClient, start_agent: AgentFactory
+) -> None:
+    first = await start_agent(identity="replica-1")
+
+    async def someone_leads() -> bool:
+        return first.is_leader
+
+    await wait_until(someone_leads, "replica-1 to lead")
+    second = await start_agent(identity="replica-2")
+    await wait_until(lambda: _ready(second), "replica-2 to sync its caches")
+    assert not second.is_leader
+    lease = await client.get(LEASES, "mkq-agent-w1", "default")
+    assert lease["spec"]["holderIdentity"] == "replica-1"
+
+    await first.stop()  # a clean shutdown releases the lease
+
+    async def second_leads() -> bool:
+        return second.is_leader
+
+    await wait_until(second_leads, "replica-2 to take over")
+    lease = await client.get(LEASES, "mkq-agent-w1", "default")
+    assert lease["spec"]["holderIdentity"] == "replica-2"
+
+
+async def _ready(agent: object) -> bool:
+    return bool(agent.ready)
+
+
+async def test_health_readiness_and_kueue_metrics(
+    client: KubeClient, start_agent: AgentFactory
+) -> None:
+    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    agent = await start_agent(metrics_port=0)
+    base = f"http://127.0.0.1:{agent.health_port}"
+    job = load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
+    await apply(client, [job])
+
+    async def admitted() -> bool:
+        workload = await workload_of_job(client, "default", "sample-job")
+        return workload is not None and is_true(workload, "Admitted")
+
+    await wait_until(admitted, "admission")
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{base}/healthz") as response:
+            assert response.status == 200
+        async with session.get(f"{base}/readyz") as response:
+            assert response.status == 200
+
+        async def metrics_show_admission() -> str | None:
+            async with session.get(f"{base}/metrics") as response:
+                text = await response.text()
+            wanted = 'kueue_admitted_workloads_total{cluster_queue="cluster-queue"'
+            return text if wanted in text else None
+
+        text = await wait_until(metrics_show_admission, "the admission in /metrics")
+    assert "kueue_admission_wait_time_seconds_bucket" in text
+    assert 'kueue_pending_workloads{cluster_queue="cluster-queue",status="active"}' in text
+    usage = (
+        'kueue_cluster_queue_resource_usage{cluster_queue="cluster-queue",cohort="",'
+        'flavor="default-flavor",resource="cpu"} 3.0'
+    )
+    await wait_until(lambda: _metrics_contain(base, usage), "CPU usage of 3 in /metrics")
+
+
+async def _metrics_contain(base: str, line: str) -> bool:
+    async with aiohttp.ClientSession() as session, session.get(f"{base}/metrics") as response:
+        return line in await response.text()

@@ -1,0 +1,90 @@
+"""A manager served over real HTTP on a loopback port, on its own Postgres database."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import uvicorn
+
+from manager.api.app import create_app
+from manager.dispatch.timing import Clock
+from manager.runtime import ManagerRuntime
+from manager.settings import ManagerSettings
+
+API_TOKEN = "test-api-token-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class RunningManager:
+    url: str
+    runtime: ManagerRuntime
+    client: httpx.AsyncClient
+
+    async def register(self, name: str, kubeconfig: dict[str, Any]) -> str:
+        response = await self.client.post(
+            "/api/v1/clusters", json={"name": name, "kubeconfig": kubeconfig}
+        )
+        assert response.status_code == 201, response.text
+        return str(response.json()["token"])
+
+    async def workload(self, namespace: str, name: str) -> dict[str, Any]:
+        response = await self.client.get(f"/api/v1/workloads/{namespace}/{name}")
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+
+@contextlib.asynccontextmanager
+async def serve_manager(
+    settings: ManagerSettings, clock: Clock | None = None
+) -> AsyncIterator[RunningManager]:
+    holder: dict[str, ManagerRuntime] = {}
+
+    async def open_runtime() -> ManagerRuntime:
+        runtime = await ManagerRuntime.open(settings, clock)
+        holder["runtime"] = runtime
+        return runtime
+
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(open_runtime), host="127.0.0.1", port=port, log_level="warning",
+                       lifespan="on")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+            await asyncio.sleep(0.02)
+        url = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {API_TOKEN}"}, timeout=30
+        ) as client:
+            yield RunningManager(url, holder["runtime"], client)
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def eventually(check: Any, *, timeout: float = 60.0, interval: float = 0.2) -> Any:
+    """Poll an async predicate until it returns something truthy (a wait, not a timing check)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: Any = None
+    while True:
+        last = await check()
+        if last:
+            return last
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s; last value: {last!r}")
+        await asyncio.sleep(interval)

@@ -1,0 +1,198 @@
+"""REST API edges: bearer auth, bad input as clear 4xx bodies, nothing half-written."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import httpx
+
+from manager.settings import ManagerSettings
+from tests.integration.manager.harness import eventually, free_port, serve_manager
+
+JOB: dict[str, Any] = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {
+        "name": "sample",
+        "namespace": "default",
+        "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+    },
+    "spec": {
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+                ],
+            }
+        }
+    },
+}
+
+
+def kubeconfig_for(port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+    }
+
+
+def job(name: str = "sample") -> dict[str, Any]:
+    body = copy.deepcopy(JOB)
+    body["metadata"]["name"] = name
+    return body
+
+
+async def test_requests_without_the_bearer_token_are_refused(settings: ManagerSettings) -> None:
+    async with serve_manager(settings) as manager, httpx.AsyncClient(base_url=manager.url) as anon:
+        response = await anon.get("/api/v1/workloads")
+        assert response.status_code == 401
+        assert response.json()["error"]["reason"] == "Unauthorized"
+        wrong = await anon.get("/api/v1/clusters", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        assert (await anon.get("/healthz")).status_code == 200
+        assert (await anon.get("/readyz")).status_code == 200
+        spec = (await anon.get("/openapi.json")).json()
+        assert "/api/v1/workloads/{namespace}/{name}" in spec["paths"]
+        assert "AgentReport" in spec["components"]["schemas"]
+
+
+async def test_a_malformed_manifest_is_a_422_naming_the_field(settings: ManagerSettings) -> None:
+    async with serve_manager(settings) as manager:
+        broken = job()
+        broken["metadata"]["labels"] = {}
+        response = await manager.client.post("/api/v1/workloads", json=broken)
+        assert response.status_code == 422
+        error = response.json()["error"]
+        assert error["field"] == "metadata.labels[kueue.x-k8s.io/queue-name]"
+        assert "queue-name" in error["message"]
+        not_json = await manager.client.post(
+            "/api/v1/workloads", content=b"{nope", headers={"content-type": "application/json"}
+        )
+        assert not_json.status_code == 400
+        listing = await manager.client.get("/api/v1/workloads")
+        assert listing.json() == {"items": [], "continue": None}
+
+
+async def test_a_bad_kubeconfig_is_refused_and_nothing_is_stored(
+    settings: ManagerSettings,
+) -> None:
+    async with serve_manager(settings) as manager:
+        response = await manager.client.post(
+            "/api/v1/clusters", json={"name": "w1", "kubeconfig": "clusters: [oops"}
+        )
+        assert response.status_code == 422
+        assert response.json()["error"]["reason"] == "InvalidKubeconfig"
+        assert response.json()["error"]["field"] == "kubeconfig"
+        assert (await manager.client.get("/api/v1/clusters")).json()["items"] == []
+        bad_name = await manager.client.post(
+            "/api/v1/clusters", json={"name": "Not_A_Name", "kubeconfig": kubeconfig_for(1)}
+        )
+        assert bad_name.status_code == 422
+        assert bad_name.json()["error"]["field"] == "name"
+
+
+async def test_a_duplicate_cluster_name_is_a_409(settings: ManagerSettings) -> None:
+    async with serve_manager(settings) as manager:
+        token = await manager.register("w1", kubeconfig_for(free_port()))
+        assert len(token) > 20
+        again = await manager.client.post(
+            "/api/v1/clusters", json={"name": "w1", "kubeconfig": kubeconfig_for(free_port())}
+        )
+        assert again.status_code == 409
+        assert again.json()["error"] == {
+            "reason": "AlreadyExists",
+            "message": "cluster 'w1' already exists",
+            "field": "name",
+        }
+        assert len((await manager.client.get("/api/v1/clusters")).json()["items"]) == 1
+
+
+async def test_an_unreachable_cluster_shows_why(settings: ManagerSettings) -> None:
+    async with serve_manager(settings) as manager:
+        await manager.register("w1", kubeconfig_for(free_port()))
+
+        async def unreachable() -> dict[str, Any] | None:
+            body = (await manager.client.get("/api/v1/clusters/w1")).json()
+            return body if body["state"] == "Unreachable" else None
+
+        body = await eventually(unreachable)
+        assert body["reason"] == "ClientConnectionFailed"
+        assert body["unreachableSince"] is not None
+        missing = await manager.client.get("/api/v1/clusters/nope")
+        assert missing.status_code == 404
+
+
+async def test_workloads_page_and_filter(settings: ManagerSettings) -> None:
+    async with serve_manager(settings) as manager:
+        for index in range(5):
+            created = await manager.client.post("/api/v1/workloads", json=job(f"job-{index}"))
+            assert created.status_code == 201, created.text
+            assert created.json()["state"] == "Pending"
+        duplicate = await manager.client.post("/api/v1/workloads", json=job("job-0"))
+        assert duplicate.status_code == 409
+        names: list[str] = []
+        token = None
+        while True:
+            params: dict[str, Any] = {"limit": 2}
+            if token:
+                params["continue"] = token
+            page = (await manager.client.get("/api/v1/workloads", params=params)).json()
+            names += [item["name"] for item in page["items"]]
+            token = page["continue"]
+            if token is None:
+                break
+        assert names == [f"job-{i}" for i in range(5)]
+        pending = await manager.client.get("/api/v1/workloads", params={"state": "Pending"})
+        assert len(pending.json()["items"]) == 5
+        other = await manager.client.get("/api/v1/workloads", params={"queue": "other"})
+        assert other.json()["items"] == []
+        bad = await manager.client.get("/api/v1/workloads", params={"state": "Sleeping"})
+        assert bad.status_code == 400 and bad.json()["error"]["field"] == "state"
+        queues = (await manager.client.get("/api/v1/queues")).json()["items"]
+        assert queues[0]["pending"] == 5
+        assert [w["position"] for w in queues[0]["workloads"]] == [0, 1, 2, 3, 4]
+        cancelled = await manager.client.delete("/api/v1/workloads/default/job-3")
+        assert cancelled.status_code == 200
+
+        async def is_cancelled() -> bool:
+            return (await manager.workload("default", "job-3"))["state"] == "Cancelled"
+
+        await eventually(is_cancelled)
+        metrics = await manager.client.get("/metrics")
+        assert "kueue_pending_workloads" in metrics.text
+
+
+async def test_agent_reports_need_their_cluster_token_and_are_idempotent(
+    settings: ManagerSettings,
+) -> None:
+    async with serve_manager(settings) as manager:
+        token = await manager.register("w1", kubeconfig_for(free_port()))
+        report = {
+            "reportId": "r-1",
+            "sentAt": "2026-01-01T00:00:00Z",
+            "admissions": [],
+            "finishes": [],
+            "evictions": [],
+            "capacity": [
+                {"clusterQueue": "cq", "flavor": "default", "resource": "cpu",
+                 "nominal": "10", "usage": "2", "pending": 1}
+            ],
+        }
+        url = "/api/v1/clusters/w1/reports"
+        assert (await manager.client.post(url, json=report)).status_code == 401
+        agent = {"Authorization": f"Bearer {token}"}
+        first = await manager.client.post(url, json=report, headers=agent)
+        assert first.json() == {"accepted": True, "duplicate": False}
+        second = await manager.client.post(url, json=report, headers=agent)
+        assert second.json() == {"accepted": True, "duplicate": True}
+        cluster = (await manager.client.get("/api/v1/clusters/w1")).json()
+        assert cluster["capacity"][0]["nominal"] == "10"
+        assert cluster["lastContact"] is not None
+        broken = await manager.client.post(url, json={"reportId": ""}, headers=agent)
+        assert broken.status_code == 422

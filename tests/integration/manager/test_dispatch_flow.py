@@ -1,0 +1,285 @@
+"""Dispatch against kubesim workers; the test admits copies in place of the worker agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from manager.settings import ManagerSettings
+from tests.integration.manager.harness import RunningManager, eventually, serve_manager
+from tests.integration.manager.kube import workers
+from tests.integration.manager.test_api_input import job
+from tests.integration.manager.worker_double import WorkerDouble
+
+PREBUILT = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+async def copies(double: WorkerDouble) -> list[str]:
+    return [w["metadata"]["name"] for w in await double.workloads()]
+
+
+async def job_names(double: WorkerDouble) -> list[str]:
+    return [j.metadata.name for j in await double.jobs()]
+
+
+async def wait_connected(manager: RunningManager, *names: str) -> None:
+    async def connected() -> bool:
+        items = (await manager.client.get("/api/v1/clusters")).json()["items"]
+        states = {c["name"]: c["state"] for c in items}
+        return all(states.get(n) == "Connected" for n in names)
+
+    await eventually(connected)
+
+
+async def submit(manager: RunningManager, name: str) -> dict[str, Any]:
+    response = await manager.client.post("/api/v1/workloads", json=job(name))
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def test_the_first_admitted_copy_wins_and_only_it_gets_the_job(
+    settings: ManagerSettings,
+) -> None:
+    async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
+        (c1, d1), (c2, d2) = pairs
+        await manager.register("w1", c1.kubeconfig)
+        await manager.register("w2", c2.kubeconfig)
+        await wait_connected(manager, "w1", "w2")
+        record = await submit(manager, "train")
+        wl_name = record["workloadName"]
+
+        async def in_both() -> bool:
+            return wl_name in await copies(d1) and wl_name in await copies(d2)
+
+        await eventually(in_both)
+        assert (await manager.workload("default", "train"))["state"] == "Dispatched"
+        await d2.admit("default", wl_name)
+
+        async def won() -> dict[str, Any] | None:
+            body = await manager.workload("default", "train")
+            return body if body["cluster"] == "w2" else None
+
+        await eventually(won)
+
+        async def loser_gone_job_in_winner() -> bool:
+            return wl_name not in await copies(d1) and "train" in await job_names(d2)
+
+        await eventually(loser_gone_job_in_winner)
+        assert await job_names(d1) == []
+        created = (await d2.jobs())[0]
+        assert created.metadata.labels[PREBUILT] == wl_name
+        assert created.spec.suspend is True
+
+        await d2.finish("default", wl_name)
+
+        async def succeeded() -> dict[str, Any] | None:
+            body = await manager.workload("default", "train")
+            return body if body["state"] == "Succeeded" else None
+
+        body = await eventually(succeeded)
+        by_cluster = {a["cluster"]: a["state"] for a in body["attempts"]}
+        assert by_cluster == {"w1": "Removed", "w2": "Succeeded"}
+        assert [e["kind"] for e in body["events"]][:2] == ["Submitted", "Nominated"]
+
+        async def cleaned() -> bool:
+            return await copies(d2) == [] and await job_names(d2) == []
+
+        await eventually(cleaned)
+
+
+async def two_workers_and_a_dispatched_job(
+    manager: RunningManager, pairs: list[Any], name: str
+) -> str:
+    for cluster, _ in pairs:
+        await manager.register(cluster.name, cluster.kubeconfig)
+    await wait_connected(manager, *(c.name for c, _ in pairs))
+    wl_name = str((await submit(manager, name))["workloadName"])
+
+    async def everywhere() -> bool:
+        return all([wl_name in await copies(d) for _, d in pairs])
+
+    await eventually(everywhere)
+    return wl_name
+
+
+async def test_concurrent_reservations_leave_exactly_one_winner(
+    settings: ManagerSettings,
+) -> None:
+    import asyncio
+
+    async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
+        (_, d1), (_, d2) = pairs
+        names = [f"race-{i}" for i in range(6)]
+        wl_names = {}
+        for cluster, _ in pairs:
+            await manager.register(cluster.name, cluster.kubeconfig)
+        await wait_connected(manager, "w1", "w2")
+        for name in names:
+            wl_names[name] = (await submit(manager, name))["workloadName"]
+
+        async def all_copied() -> bool:
+            have1, have2 = set(await copies(d1)), set(await copies(d2))
+            return set(wl_names.values()) <= have1 & have2
+
+        await eventually(all_copied)
+        await asyncio.gather(
+            *(d.admit("default", wl) for wl in wl_names.values() for d in (d1, d2))
+        )
+
+        async def settled() -> bool:
+            jobs1, jobs2 = set(await job_names(d1)), set(await job_names(d2))
+            c1, c2 = set(await copies(d1)), set(await copies(d2))
+            return (
+                jobs1 | jobs2 == set(names)
+                and not jobs1 & jobs2
+                and not c1 & c2
+                and len(c1 | c2) == len(names)
+            )
+
+        await eventually(settled)
+        for name in names:
+            body = await manager.workload("default", name)
+            winners = [a for a in body["attempts"] if a["state"] == "Admitted"]
+            assert len(winners) == 1 and winners[0]["cluster"] == body["cluster"]
+            assert name in await job_names(d1 if body["cluster"] == "w1" else d2)
+
+
+async def test_an_agent_report_can_elect_the_winner_before_the_watch(
+    settings: ManagerSettings,
+) -> None:
+    async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
+        tokens = {}
+        for cluster, _ in pairs:
+            tokens[cluster.name] = await manager.register(cluster.name, cluster.kubeconfig)
+        await wait_connected(manager, "w1", "w2")
+        wl_name = (await submit(manager, "reported"))["workloadName"]
+        (_, d1), (_, d2) = pairs
+
+        async def everywhere() -> bool:
+            return wl_name in await copies(d1) and wl_name in await copies(d2)
+
+        await eventually(everywhere)
+        report = {
+            "reportId": "w2-1",
+            "sentAt": "2026-01-01T00:00:00Z",
+            "admissions": [{"namespace": "default", "name": wl_name, "uid": "",
+                            "clusterQueue": "cq", "admittedAt": "2026-01-01T00:00:00Z",
+                            "podSets": [{"name": "main", "count": 1,
+                                         "flavors": {"cpu": "default"}}]}],
+            "finishes": [], "evictions": [], "capacity": [],
+        }
+        response = await manager.client.post(
+            "/api/v1/clusters/w2/reports", json=report,
+            headers={"Authorization": f"Bearer {tokens['w2']}"},
+        )
+        assert response.json() == {"accepted": True, "duplicate": False}
+
+        async def job_in_w2() -> bool:
+            return "reported" in await job_names(d2) and wl_name not in await copies(d1)
+
+        await eventually(job_in_w2)
+        finish = {
+            "reportId": "w2-2", "admissions": [], "evictions": [],
+            "finishes": [{"namespace": "default", "name": wl_name, "uid": "",
+                          "state": "Failed", "finishedAt": "2026-01-01T00:01:00Z",
+                          "message": "exit code 1"}],
+        }
+        await manager.client.post(
+            "/api/v1/clusters/w2/reports", json=finish,
+            headers={"Authorization": f"Bearer {tokens['w2']}"},
+        )
+
+        async def failed() -> dict[str, Any] | None:
+            body = await manager.workload("default", "reported")
+            return body if body["state"] == "Failed" else None
+
+        body = await eventually(failed)
+        assert body["message"] == "exit code 1"
+
+
+async def test_cancelling_removes_every_copy(settings: ManagerSettings) -> None:
+    async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
+        wl_name = await two_workers_and_a_dispatched_job(manager, pairs, "cancel-me")
+        response = await manager.client.delete("/api/v1/workloads/default/cancel-me")
+        assert response.status_code == 200
+
+        async def gone() -> bool:
+            return all([wl_name not in await copies(d) for _, d in pairs])
+
+        await eventually(gone)
+        body = await manager.workload("default", "cancel-me")
+        assert body["state"] == "Cancelled"
+        assert {a["state"] for a in body["attempts"]} == {"Removed"}
+
+
+async def test_an_unknown_queue_is_refused_when_workers_are_connected(
+    settings: ManagerSettings,
+) -> None:
+    async with workers("w1") as pairs, serve_manager(settings) as manager:
+        cluster, _ = pairs[0]
+        await manager.register("w1", cluster.kubeconfig)
+        await wait_connected(manager, "w1")
+        body = job("lost")
+        body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "no-such-queue"
+        response = await manager.client.post("/api/v1/workloads", json=body)
+        assert response.status_code == 422
+        assert response.json()["error"]["reason"] == "UnknownQueue"
+        assert "default/no-such-queue" in response.json()["error"]["message"]
+        assert (await manager.client.get("/api/v1/workloads")).json()["items"] == []
+
+
+async def test_an_eviction_in_the_winner_sends_the_workload_out_again(
+    settings: ManagerSettings,
+) -> None:
+    async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
+        wl_name = await two_workers_and_a_dispatched_job(manager, pairs, "evictee")
+        (_, d1), (_, d2) = pairs
+        await d1.admit("default", wl_name)
+
+        async def job_in_w1() -> bool:
+            return "evictee" in await job_names(d1)
+
+        await eventually(job_in_w1)
+        await d1.evict("default", wl_name)
+
+        async def redispatched() -> dict[str, Any] | None:
+            body = await manager.workload("default", "evictee")
+            in_both = wl_name in await copies(d2) and wl_name in await copies(d1)
+            fresh = in_both and body["state"] == "Dispatched"
+            return body if fresh and "evictee" not in await job_names(d1) else None
+
+        body = await eventually(redispatched)
+        assert any(a["state"] == "Evicted" and a["cluster"] == "w1" for a in body["attempts"])
+        await d2.admit("default", wl_name)
+
+        async def runs_in_w2() -> bool:
+            return "evictee" in await job_names(d2) and await job_names(d1) == []
+
+        await eventually(runs_in_w2)
+
+
+async def test_a_job_deleted_by_ttl_after_it_finished_is_not_run_again(
+    settings: ManagerSettings,
+) -> None:
+    async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
+        wl_name = await two_workers_and_a_dispatched_job(manager, pairs, "short")
+        (_, d1), (_, d2) = pairs
+        await d1.admit("default", wl_name)
+
+        async def job_in_w1() -> bool:
+            return "short" in await job_names(d1)
+
+        await eventually(job_in_w1)
+        # The worker finishes the Job and its TTL removes it (and its Workload) at once.
+        await d1.complete_job("default", "short")
+        await d1.delete_job("default", "short")
+        await d1.delete_workload("default", wl_name)
+
+        async def succeeded() -> dict[str, Any] | None:
+            body = await manager.workload("default", "short")
+            return body if body["state"] in ("Succeeded", "Failed") else None
+
+        body = await eventually(succeeded)
+        assert body["state"] == "Succeeded"
+        await manager.runtime.dispatcher._resync()
+        assert await job_names(d1) == [] and await job_names(d2) == []
+        assert [a["cluster"] for a in body["attempts"] if a["state"] == "Succeeded"] == ["w1"]

@@ -1,0 +1,126 @@
+"""Connections: a lost worker's workloads move on after the timeout (injected clock), its stale
+copies go when it returns, a 410 is a relist and not a lost worker."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlparse
+
+from manager.dispatch.timing import ManualClock
+from manager.settings import ManagerSettings
+from tests.integration.manager.harness import eventually, serve_manager
+from tests.integration.manager.kube import workers
+from tests.integration.manager.proxy import CuttableProxy
+from tests.integration.manager.test_dispatch_flow import (
+    copies,
+    job_names,
+    submit,
+    wait_connected,
+)
+
+
+def through(proxy: CuttableProxy, kubeconfig: dict[str, Any]) -> dict[str, Any]:
+    routed = copy.deepcopy(kubeconfig)
+    routed["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{proxy.port}"
+    return routed
+
+
+async def test_a_lost_worker_gives_its_workloads_away_and_is_cleaned_on_return(
+    settings: ManagerSettings,
+) -> None:
+    clock = ManualClock()
+    async with workers("w1", "w2") as pairs:
+        (c1, d1), (c2, d2) = pairs
+        proxy = CuttableProxy(int(urlparse(c2.url).port or 0))
+        await proxy.start()
+        try:
+            async with serve_manager(settings, clock) as manager:
+                await manager.register("w1", c1.kubeconfig)
+                await manager.register("w2", through(proxy, c2.kubeconfig))
+                await wait_connected(manager, "w1", "w2")
+                wl = (await submit(manager, "long"))["workloadName"]
+
+                async def everywhere() -> bool:
+                    return wl in await copies(d1) and wl in await copies(d2)
+
+                await eventually(everywhere)
+                await d2.admit("default", wl)
+
+                async def job_in_w2() -> bool:
+                    return "long" in await job_names(d2) and wl not in await copies(d1)
+
+                await eventually(job_in_w2)
+                await proxy.cut()
+
+                async def unreachable() -> dict[str, Any] | None:
+                    body = (await manager.client.get("/api/v1/clusters/w2")).json()
+                    return body if body["state"] == "Unreachable" else None
+
+                await eventually(unreachable)
+                dispatcher = manager.runtime.dispatcher
+                clock.advance(timedelta(minutes=14))
+                assert await dispatcher.check_lost_workers() == []
+                assert (await manager.workload("default", "long"))["cluster"] == "w2"
+                clock.advance(timedelta(minutes=2))
+                assert await dispatcher.check_lost_workers() == ["w2"]
+
+                async def moved() -> bool:
+                    return wl in await copies(d1)
+
+                await eventually(moved)
+                body = await manager.workload("default", "long")
+                assert body["cluster"] is None
+                assert any(a["cluster"] == "w2" and a["state"] == "Lost" for a in body["attempts"])
+                await d1.admit("default", wl)
+
+                async def job_in_w1() -> bool:
+                    return "long" in await job_names(d1)
+
+                await eventually(job_in_w1)
+                # w2 comes back with its stale copy and Job: they go before it takes work again.
+                assert "long" in await job_names(d2)
+                await proxy.restore()
+                await wait_connected(manager, "w2")
+
+                async def stale_gone() -> bool:
+                    return await job_names(d2) == [] and await copies(d2) == []
+
+                await eventually(stale_gone)
+                final = await manager.workload("default", "long")
+                assert final["cluster"] == "w1"
+                cluster = (await manager.client.get("/api/v1/clusters/w2")).json()
+                assert cluster["unreachableSince"] is None and cluster["lost"] is False
+        finally:
+            await proxy.close()
+
+
+async def test_an_expired_watch_is_a_relist_not_a_lost_worker(settings: ManagerSettings) -> None:
+    async with workers("w1") as pairs, serve_manager(settings) as manager:
+        cluster, double = pairs[0]
+        await manager.register("w1", cluster.kubeconfig)
+        await wait_connected(manager, "w1")
+        first = (await submit(manager, "before"))["workloadName"]
+
+        async def copied_first() -> bool:
+            return first in await copies(double)
+
+        await eventually(copied_first)
+        # Drop every watch and compact history: the manager's re-watch gets 410 Gone.
+        cluster.compact()
+        cluster.api.store.close_all_watchers()
+        second = (await submit(manager, "after"))["workloadName"]
+
+        async def copied_second() -> bool:
+            return second in await copies(double)
+
+        await eventually(copied_second)
+        await double.admit("default", second)
+
+        async def job_created() -> bool:
+            return "after" in await job_names(double)
+
+        await eventually(job_created)
+        body = (await manager.client.get("/api/v1/clusters/w1")).json()
+        assert body["state"] == "Connected" and body["unreachableSince"] is None

@@ -1,0 +1,133 @@
+"""batch/v1 Job behind the integration interface: podSets, start with placement, restore."""
+
+import copy
+
+from worker_agent.integrations import BatchJobIntegration, PodSetInfo
+
+JOB = BatchJobIntegration()
+
+
+def sample_job(**spec: object) -> dict:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "sample-job",
+            "namespace": "default",
+            "uid": "u1",
+            "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+        },
+        "spec": {
+            "parallelism": 3,
+            "completions": 3,
+            "suspend": True,
+            "template": {
+                "metadata": {
+                    "labels": {
+                        "app": "demo",
+                        "batch.kubernetes.io/controller-uid": "u1",
+                        "batch.kubernetes.io/job-name": "sample-job",
+                    }
+                },
+                "spec": {
+                    "nodeSelector": {"disk": "ssd"},
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                },
+            },
+            **spec,
+        },
+    }
+
+
+def test_a_job_with_a_queue_label_is_managed() -> None:
+    assert JOB.is_managed(sample_job())
+    assert JOB.queue_name(sample_job()) == "user-queue"
+
+
+def test_a_job_without_queue_label_is_left_alone() -> None:
+    job = sample_job()
+    del job["metadata"]["labels"]
+    assert not JOB.is_managed(job)
+
+
+def test_the_managers_multikueue_copy_is_left_alone() -> None:
+    assert not JOB.is_managed(sample_job(managedBy="kueue.x-k8s.io/multikueue"))
+
+
+def test_prebuilt_workload_name_from_label() -> None:
+    job = sample_job()
+    job["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = "wl-1"
+    assert JOB.prebuilt_workload_name(job) == "wl-1"
+    assert JOB.is_managed(job)
+
+
+def test_pod_set_is_main_with_parallelism_capped_by_completions() -> None:
+    [pod_set] = JOB.pod_sets(sample_job(parallelism=5, completions=2))
+    assert pod_set["name"] == "main"
+    assert pod_set["count"] == 2
+    labels = pod_set["template"]["metadata"]["labels"]
+    assert labels == {"app": "demo", "batch.kubernetes.io/job-name": "sample-job"}
+    assert JOB.pod_sets(sample_job(parallelism=4, completions=None))[0]["count"] == 4
+
+
+def test_run_unsuspends_and_injects_the_flavor_placement() -> None:
+    job = sample_job()
+    toleration = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
+    info = PodSetInfo("main", 3, {"pool": "spot"}, (toleration,))
+    started = JOB.run(job, [info])
+    spec = started["spec"]
+    assert spec["suspend"] is False
+    assert spec["template"]["spec"]["nodeSelector"] == {"disk": "ssd", "pool": "spot"}
+    assert spec["template"]["spec"]["tolerations"] == [toleration]
+    assert job["spec"]["suspend"] is True  # the input is not mutated
+
+
+def test_restore_puts_the_original_template_back_but_keeps_job_labels() -> None:
+    job = sample_job()
+    original = JOB.pod_sets(job)
+    info = PodSetInfo("main", 3, {"pool": "spot"}, ({"key": "spot", "operator": "Exists"},))
+    started = JOB.run(job, [info])
+    stopped = JOB.suspend(started)
+    restored = JOB.restore(stopped, original)
+    template = restored["spec"]["template"]
+    assert template["spec"]["nodeSelector"] == {"disk": "ssd"}
+    assert "tolerations" not in template["spec"]
+    assert template["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] == "u1"
+    assert restored["spec"]["suspend"] is True
+    assert JOB.restore(restored, original) == restored
+
+
+def test_finished_reads_complete_and_failed_conditions() -> None:
+    job = sample_job()
+    assert JOB.finished(job) is None
+    done = copy.deepcopy(job)
+    done["status"] = {"conditions": [{"type": "Complete", "status": "True", "message": "ok"}]}
+    finish = JOB.finished(done)
+    assert finish is not None and finish.succeeded and finish.state == "Succeeded"
+    failed = copy.deepcopy(job)
+    failed["status"] = {"conditions": [{"type": "Failed", "status": "True", "message": "boom"}]}
+    finish = JOB.finished(failed)
+    assert finish is not None and not finish.succeeded and finish.message == "boom"
+
+
+def test_a_jobset_has_one_pod_set_per_replicated_job() -> None:
+    from pathlib import Path
+
+    import yaml
+
+    from worker_agent.integrations.jobset import JobSetIntegration
+
+    jobset = yaml.safe_load(Path("/work/shared/kueue-examples/jobs/sample-jobset.yaml").read_text())
+    jobset["spec"]["replicatedJobs"][0]["replicas"] = 3
+    integration = JobSetIntegration()
+    assert integration.is_managed(jobset)
+    pod_sets = integration.pod_sets(jobset)
+    assert [(p["name"], p["count"]) for p in pod_sets] == [("workers", 3), ("driver", 1)]
+    infos = [PodSetInfo("workers", 3, {"pool": "a"}), PodSetInfo("driver", 1, {"pool": "b"})]
+    started = integration.run(integration.suspend(jobset), infos)
+    assert started["spec"]["suspend"] is False
+    templates = [r["template"]["spec"]["template"] for r in started["spec"]["replicatedJobs"]]
+    assert [t["spec"]["nodeSelector"] for t in templates] == [{"pool": "a"}, {"pool": "b"}]
+    restored = integration.restore(integration.suspend(started), pod_sets)
+    templates = [r["template"]["spec"]["template"] for r in restored["spec"]["replicatedJobs"]]
+    assert all("nodeSelector" not in t["spec"] for t in templates)

@@ -1,0 +1,90 @@
+"""Workload status transitions: each re-checks its precondition, so stale decisions are safe."""
+
+from datetime import UTC, datetime
+
+from worker_agent import workloads as wl
+from worker_agent.conditions import find_condition
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+ADMISSION = {
+    "clusterQueue": "cq",
+    "podSetAssignments": [
+        {"name": "main", "flavors": {"cpu": "spot"}, "resourceUsage": {"cpu": "3"}, "count": 3}
+    ],
+}
+
+
+def workload() -> dict:
+    return {
+        "metadata": {"name": "w", "namespace": "ns", "generation": 1},
+        "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 3, "template": {}}]},
+    }
+
+
+def test_admission_sets_quota_reserved_and_admitted() -> None:
+    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    assert admitted is not None
+    assert wl.has_quota_reservation(admitted) and wl.is_admitted(admitted)
+    assert (
+        find_condition(admitted, "QuotaReserved")["message"] == "Quota reserved in ClusterQueue cq"
+    )
+    assert wl.cluster_queue_of(admitted) == "cq"
+
+
+def test_a_workload_is_never_admitted_twice() -> None:
+    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    assert admitted is not None
+    assert wl.admit(admitted, {**ADMISSION, "clusterQueue": "other"}, True, NOW) is None
+
+
+def test_pending_checks_leave_it_reserved_but_not_admitted() -> None:
+    reserved = wl.admit(workload(), ADMISSION, False, NOW)
+    assert reserved is not None
+    assert wl.has_quota_reservation(reserved) and not wl.is_admitted(reserved)
+
+
+def test_pending_message_is_written_once() -> None:
+    pending = wl.set_pending(workload(), "Inadmissible", "LocalQueue q doesn't exist", NOW)
+    assert pending is not None
+    assert find_condition(pending, "QuotaReserved")["message"] == "LocalQueue q doesn't exist"
+    assert wl.set_pending(pending, "Inadmissible", "LocalQueue q doesn't exist", NOW) is None
+
+
+def test_eviction_then_release_requeues_the_workload() -> None:
+    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    evicted = wl.evict(
+        admitted, "Preempted", "Preempted to accommodate ns/x", NOW, "InClusterQueue"
+    )
+    assert evicted is not None and wl.is_evicted(evicted)
+    assert wl.has_quota_reservation(evicted)  # quota stays held until the pods are gone
+    assert wl.evict(evicted, "Preempted", "again", NOW) is None
+    released = wl.release_quota(evicted, NOW)
+    assert released is not None
+    assert not wl.has_quota_reservation(released)
+    assert find_condition(released, "Requeued")["status"] == "True"
+    readmitted = wl.admit(released, ADMISSION, True, NOW)
+    assert readmitted is not None
+    assert find_condition(readmitted, "Evicted")["status"] == "False"
+
+
+def test_finish_is_final() -> None:
+    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    finished = wl.finish(admitted, True, "", NOW)
+    assert finished is not None and wl.is_finished(finished)
+    assert wl.finish(finished, False, "late", NOW) is None
+    assert wl.admit(finished, ADMISSION, True, NOW) is None
+
+
+def test_pod_set_infos_take_flavor_node_labels_and_tolerations() -> None:
+    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    flavors = {
+        "spot": {
+            "metadata": {"name": "spot"},
+            "spec": {"nodeLabels": {"pool": "spot"}, "tolerations": [{"key": "spot"}]},
+        }
+    }
+    [info] = wl.pod_set_infos(admitted, flavors)
+    assert info.node_selector == {"pool": "spot"}
+    assert info.tolerations == ({"key": "spot"},)
+    assert info.count == 3
+    assert wl.pod_set_infos(admitted, {}) is None

@@ -1,0 +1,100 @@
+"""Every scenario file (shared examples and ours) run through `mkq simulate`, checked against
+its Expectation document.
+
+Scenarios of areas the engine does not implement yet are expected to fail (strictly), named by
+the issue that brings them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kueue_api.quantity import Quantity
+from mkq.commands.simulate import simulate
+
+ROOT = Path(__file__).resolve().parents[3]
+SCENARIO_DIRS = [ROOT.parent / "shared" / "scenarios", ROOT / "tests" / "scenarios"]
+
+NOT_YET: dict[str, str] = {
+    "tas-": "needs issue 9",
+    "preemption-": "needs issue 8",
+    "dra-": "needs issue 10",
+}
+
+
+def _scenarios() -> list[Any]:
+    params = []
+    for directory in SCENARIO_DIRS:
+        for path in sorted(directory.glob("*.yaml")):
+            marks = [
+                pytest.mark.xfail(strict=True, reason=reason)
+                for prefix, reason in NOT_YET.items()
+                if path.name.startswith(prefix)
+            ]
+            params.append(pytest.param(path, id=f"{directory.name}/{path.name}", marks=marks))
+    return params
+
+
+def _split(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    documents = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    expectations = [d for d in documents if d.get("kind") == "Expectation"]
+    assert len(expectations) == 1, f"{path.name}: needs exactly one Expectation document"
+    return [d for d in documents if d.get("kind") != "Expectation"], expectations[0]
+
+
+def _run(objects: list[dict[str, Any]], tmp_path: Path) -> dict[str, Any]:
+    source = tmp_path / "input.yaml"
+    source.write_text(yaml.safe_dump_all(objects))
+    result = CliRunner().invoke(simulate, [str(source), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads(result.output)
+    return report
+
+
+def _same_quantity(a: Any, b: Any) -> bool:
+    return Quantity.parse(str(a)) == Quantity.parse(str(b))
+
+
+def _check_topology(name: str, want: dict[str, Any], got: dict[str, Any] | None) -> None:
+    assert got is not None, f"{name}: expected a topology assignment"
+    levels = list(want["levels"])
+    assert got["levels"] == levels, f"{name}: topology levels"
+    want_domains = sorted((tuple(d["values"]), d["count"]) for d in want["domains"])
+    got_domains = sorted((tuple(d["values"]), d["count"]) for d in got["domains"])
+    assert got_domains == want_domains, f"{name}: topology domains"
+
+
+@pytest.mark.parametrize("path", _scenarios())
+def test_scenario(path: Path, tmp_path: Path) -> None:
+    objects, expect = _split(path)
+    report = _run(objects, tmp_path)["workloads"]
+    admitted = {key for key, wl in report.items() if wl["admitted"]}
+    expected_admitted = expect.get("admitted") or {}
+    assert admitted == set(expected_admitted), {
+        key: report[key].get("message") for key in set(expected_admitted) - admitted
+    }
+    for key, want in expected_admitted.items():
+        got = report[key]
+        assert got["clusterQueue"] == want["clusterQueue"], key
+        for ps_name, ps_want in (want.get("podSets") or {}).items():
+            ps_got = got["podSets"][ps_name]
+            label = f"{key} podSet {ps_name}"
+            if "flavors" in ps_want:
+                assert ps_got["flavors"] == ps_want["flavors"], label
+            if "count" in ps_want:
+                assert ps_got["count"] == ps_want["count"], label
+            for res, qty in (ps_want.get("resourceUsage") or {}).items():
+                assert _same_quantity(ps_got["resourceUsage"][res], qty), label
+            if ps_want.get("topology") is not None:
+                _check_topology(label, ps_want["topology"], ps_got.get("topologyAssignment"))
+    for key in expect.get("pending") or []:
+        assert key in report, f"{key}: unknown workload"
+        assert not report[key]["admitted"], f"{key} should stay pending"
+    for key in expect.get("preempted") or []:
+        assert report[key]["evictions"], f"{key} should have been preempted"

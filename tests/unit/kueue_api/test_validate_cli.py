@@ -1,0 +1,112 @@
+"""`mkq validate`: one line per object, every error listed, exit 0 or 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from mkq.cli import cli
+
+EXAMPLES = Path("/work/shared/kueue-examples")
+
+GOOD = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata:
+  name: default-flavor
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: team-a
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [cpu, memory]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: 9}
+      - {name: memory, nominalQuota: 36Gi}
+"""
+
+BAD = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: team-b
+spec:
+  resourceGroups:
+  - coveredResources: [cpu]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: 9, borrowingLimit: 2}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: q
+  namespace: team-b
+spec:
+  clusterQueue: team-b
+  colour: blue
+"""
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["validate", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_valid_files_exit_zero_with_one_line_per_object(tmp_path: Path) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text(GOOD)
+    code, out, _ = _run(str(path))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("ok") and "ResourceFlavor/default-flavor" in lines[0]
+    assert "ClusterQueue/team-a" in lines[1] and "flavors [default-flavor]" in lines[1]
+    assert lines[-1] == "2 valid, 0 invalid"
+
+
+def test_invalid_files_exit_two_listing_every_error(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.yaml", tmp_path / "bad.yaml"
+    good.write_text(GOOD)
+    bad.write_text(BAD)
+    code, out, err = _run(str(good), str(bad))
+    assert code == 2
+    assert out.count("\nok") + out.startswith("ok") == 2
+    assert (
+        f"error {bad}: document 1 (ClusterQueue/team-b): "
+        "spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: "
+        'Invalid value: "2": must be nil when cohort is empty'
+    ) in err
+    assert f"error {bad}: document 2 (LocalQueue/team-b/q): spec.colour: unknown field" in err
+    assert err.splitlines()[-1] == "2 valid, 2 invalid"
+
+
+def test_missing_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    code, _, err = _run(str(tmp_path / "nope.yaml"))
+    assert code == 2
+    assert "nope.yaml: cannot read" in err
+
+
+def test_kueue_examples_validate_when_unsupported_kinds_are_skipped() -> None:
+    code, out, err = _run("--skip-unsupported", str(EXAMPLES))
+    assert code == 0, err
+    assert "skip " in out and "RayJob" in out
+    assert "error" not in out + err
+
+
+def test_unsupported_kinds_fail_without_the_flag() -> None:
+    code, _, err = _run(str(EXAMPLES / "jobs" / "ray-job-sample.yaml"))
+    assert code == 2
+    assert "(RayJob/rayjob-sample): kind: unsupported kind 'RayJob' (ray.io/v1)" in err
+
+
+def test_reads_stdin_when_given_a_dash() -> None:
+    result = CliRunner().invoke(cli, ["validate", "-"], input=GOOD)
+    assert result.exit_code == 0
+    assert "ok    <stdin>: document 2: ClusterQueue/team-a" in result.stdout

@@ -1,0 +1,101 @@
+"""Submitted Jobs: clear errors naming the field; copies built as MultiKueue builds them."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from manager.jobs import (
+    ORIGIN_LABEL,
+    PREBUILT_LABEL,
+    ManifestError,
+    job_copy,
+    parse_job,
+    workload_copy,
+    workload_name,
+)
+
+JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {
+        "name": "sample",
+        "namespace": "team-a",
+        "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+    },
+    "spec": {
+        "parallelism": 3,
+        "completions": 3,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "busybox",
+                        "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                    }
+                ],
+            }
+        },
+    },
+}
+
+
+def test_a_job_parses_with_total_requests() -> None:
+    job = parse_job(JOB)
+    assert (job.namespace, job.name, job.queue) == ("team-a", "sample", "user-queue")
+    assert job.requests == {"cpu": "1500m", "memory": "3221225472"}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda j: j["metadata"]["labels"].clear(), "metadata.labels[kueue.x-k8s.io/queue-name]"),
+        (lambda j: j["metadata"].update(name="Bad_Name"), "metadata.name"),
+        (lambda j: j.update(kind="Pod"), "kind"),
+        (lambda j: j["spec"]["template"]["spec"].update(containers=[]),
+         "spec.template.spec.containers"),
+        (
+            lambda j: j["spec"]["template"]["spec"]["containers"][0]["resources"][
+                "requests"
+            ].update(cpu="lots"),
+            "spec.template.spec.containers[0].resources.requests.cpu",
+        ),
+        (lambda j: j["spec"].update(parallelism=-1), "spec.parallelism"),
+    ],
+)
+def test_a_broken_job_names_the_field(mutate, field) -> None:  # type: ignore[no-untyped-def]
+    body = copy.deepcopy(JOB)
+    mutate(body)
+    with pytest.raises(ManifestError) as error:
+        parse_job(body)
+    assert error.value.field == field
+
+
+def test_workload_names_follow_kueue_and_differ_per_uid() -> None:
+    first = workload_name("Job", "sample", "uid-1")
+    assert first.startswith("job-sample-") and len(first) == len("job-sample-") + 5
+    assert first != workload_name("Job", "sample", "uid-2")
+
+
+def test_workload_copy_has_origin_queue_and_pod_set() -> None:
+    job = parse_job(JOB)
+    wl = workload_copy(job.manifest, workload_name="job-sample-abcde", origin="mk",
+                       priority_class="high", priority=100)
+    assert wl["metadata"]["labels"] == {ORIGIN_LABEL: "mk"}
+    assert wl["spec"]["queueName"] == "user-queue"
+    assert wl["spec"]["podSets"][0]["count"] == 3
+    assert wl["spec"]["priorityClassRef"]["name"] == "high"
+    assert "status" not in wl
+
+
+def test_job_copy_is_suspended_and_points_at_its_workload() -> None:
+    body = copy.deepcopy(JOB)
+    body["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    job = job_copy(parse_job(body).manifest, workload_name="job-sample-abcde", origin="mk")
+    assert job["spec"]["suspend"] is True
+    assert "managedBy" not in job["spec"]
+    assert job["metadata"]["labels"][PREBUILT_LABEL] == "job-sample-abcde"
+    assert job["metadata"]["labels"][ORIGIN_LABEL] == "mk"

@@ -1,0 +1,128 @@
+"""Kueue API objects into TAS's plain data, and assignments back into the Workload status."""
+
+from __future__ import annotations
+
+from kueue_api.models import Node, PodSetTopologyRequest, PodSpec
+from worker_agent.engine.tas import (
+    HOSTNAME_LABEL,
+    DomainAssignment,
+    SliceLayer,
+    Taint,
+    Toleration,
+    TopologyAssignment,
+    TopologyRequest,
+)
+from worker_agent.engine.tas.from_api import (
+    assignment_from_api,
+    assignment_to_api,
+    tas_node,
+    tas_required_affinity,
+    tas_toleration,
+    tas_topology_request,
+)
+
+
+def test_node_allocatable_is_in_kueue_units_and_state_follows_conditions() -> None:
+    node = Node.model_validate(
+        {
+            "metadata": {"name": "x1", "labels": {HOSTNAME_LABEL: "x1"}},
+            "spec": {
+                "unschedulable": True,
+                "taints": [{"key": "gpu", "value": "yes", "effect": "NoSchedule"}],
+            },
+            "status": {
+                "allocatable": {"cpu": "1500m", "memory": "1Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+    converted = tas_node(node)
+    assert converted.allocatable == {"cpu": 1500, "memory": 2**30, "pods": 110}
+    assert converted.ready and converted.unschedulable
+    assert converted.taints == (Taint(key="gpu", value="yes", effect="NoSchedule"),)
+
+
+def test_a_node_without_a_true_ready_condition_is_not_ready() -> None:
+    node = Node.model_validate(
+        {
+            "metadata": {"name": "x1"},
+            "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]},
+        }
+    )
+    assert not tas_node(node).ready
+
+
+def test_topology_request_fields_map_to_slice_layers() -> None:
+    request = PodSetTopologyRequest.model_validate(
+        {
+            "required": "block",
+            "podSetSliceRequiredTopology": "rack",
+            "podSetSliceSize": 4,
+            "podSetGroupName": "lws",
+        }
+    )
+    assert tas_topology_request(request) == TopologyRequest(
+        required="block", slice_layers=(SliceLayer("rack", 4),), pod_set_group_name="lws"
+    )
+    layered = PodSetTopologyRequest.model_validate(
+        {
+            "required": "dc",
+            "podsetSliceRequiredTopologyConstraints": [
+                {"topology": "zone", "size": 8},
+                {"topology": "rack", "size": 4},
+            ],
+        }
+    )
+    converted = tas_topology_request(layered)
+    assert converted is not None
+    assert converted.slice_layers == (SliceLayer("zone", 8), SliceLayer("rack", 4))
+    assert tas_topology_request(None) is None
+
+
+def test_tolerations_and_required_affinity_from_a_pod_spec() -> None:
+    spec = PodSpec.model_validate(
+        {
+            "containers": [{"name": "c", "image": "i"}],
+            "tolerations": [{"key": "gpu", "operator": "Exists"}],
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "gpu", "operator": "In", "values": ["h100"]}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+        }
+    )
+    assert [tas_toleration(t) for t in spec.tolerations or []] == [
+        Toleration(key="gpu", operator="Exists")
+    ]
+    terms = tas_required_affinity(spec.affinity)
+    assert terms is not None
+    assert terms[0].matches({"gpu": "h100"})
+    assert not terms[0].matches({"gpu": "a100"})
+    assert tas_required_affinity(None) is None
+
+
+def test_assignments_round_trip_through_the_status_model() -> None:
+    assignment = TopologyAssignment(
+        levels=(HOSTNAME_LABEL,),
+        domains=(DomainAssignment(("node-a-1",), 2), DomainAssignment(("node-a-2",), 1)),
+    )
+    status = assignment_to_api(assignment)
+    assert status.model_dump(by_alias=True, exclude_none=True) == {
+        "levels": [HOSTNAME_LABEL],
+        "slices": [
+            {
+                "domainCount": 2,
+                "valuesPerLevel": [{"individual": {"prefix": "node-a-", "roots": ["1", "2"]}}],
+                "podCounts": {"individual": [2, 1]},
+            }
+        ],
+    }
+    assert assignment_from_api(status) == assignment

@@ -1,0 +1,318 @@
+"""The worker agent: informers, controllers, the scheduling loop, reports and health, wired up.
+
+Informers run on every replica; the controllers and the scheduling loop run only on the leader.
+Each time a replica becomes leader it rebuilds the engine's state from its caches, which hold
+the cluster's truth (admissions live in Workload status), so a restarted or failed-over agent
+neither loses an admission nor makes a second one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from worker_agent.cache import Change, object_key
+from worker_agent.controllers.jobs import JobController
+from worker_agent.controllers.runner import ControllerRunner
+from worker_agent.controllers.workloads import WorkloadController
+from worker_agent.events import EventRecorder
+from worker_agent.health import HealthServer
+from worker_agent.informers import InformerSet
+from worker_agent.integrations import JobIntegration, default_integrations
+from worker_agent.integrations.base import Finish
+from worker_agent.kube_client import ApiError, KubeClient
+from worker_agent.leader import LeaderElector
+from worker_agent.metrics import AgentMetrics
+from worker_agent.reporter import Reporter
+from worker_agent.resources import (
+    ADMISSION_CHECKS,
+    CLUSTER_QUEUES,
+    COHORTS,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    NODES,
+    RESOURCE_FLAVORS,
+    TOPOLOGIES,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+    ResourceType,
+)
+from worker_agent.scheduling import SchedulingLoop
+from worker_agent.workloads import cluster_queue_of
+from worker_agent.writer import ObjectWriter
+
+log = logging.getLogger(__name__)
+
+# The engine's inputs, in the order a rebuild feeds them (configuration before workloads).
+ENGINE_RESOURCES: tuple[ResourceType, ...] = (
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    TOPOLOGIES,
+    NODES,
+    ADMISSION_CHECKS,
+    COHORTS,
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """How one agent runs; the CLI fills it from flags."""
+
+    cluster_name: str
+    manager_url: str | None = None
+    token: str | None = None
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    leader_elect: bool = True
+    lease_namespace: str = "default"
+    lease_name: str | None = None
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    identity: str | None = None
+    workers: int = 4
+    write_parallelism: int = 16
+    report_interval: float = 2.0
+
+
+class _LeaderRun:
+    """The controllers of one leadership term."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        informers, writer, recorder = agent.informers, agent.writer, agent.recorder
+        self.scheduling = SchedulingLoop(
+            informers,
+            writer,
+            recorder,
+            agent.metrics,
+            agent.clock,
+            agent.reporter,
+            parallelism=agent.config.write_parallelism,
+        )
+        self.job_controllers = [
+            JobController(i, informers, writer, recorder, agent.clock, agent.on_finish)
+            for i in agent.integrations
+        ]
+        self.workloads = WorkloadController(
+            informers, writer, agent.clock, [i.resource for i in agent.integrations]
+        )
+        observe = agent.metrics.observe_reconcile
+        self.job_runners = [
+            ControllerRunner(f"job-{c.rt.plural}", c.reconcile, agent.config.workers, observe)
+            for c in self.job_controllers
+        ]
+        self.workload_runner = ControllerRunner(
+            "workload", self.workloads.reconcile, agent.config.workers, observe
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def on_change(self, rt: ResourceType, change: Change) -> None:
+        if rt in ENGINE_RESOURCES:
+            self.scheduling.on_change(rt, change)
+        if rt == WORKLOADS:
+            self.workload_runner.enqueue(change.key)
+            for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
+                for key in controller.job_keys_for_workload(change):
+                    runner.enqueue(key)
+        elif rt == LOCAL_QUEUES:
+            for key in self.workloads.keys_for_local_queue(change):
+                self.workload_runner.enqueue(key)
+        elif rt == CLUSTER_QUEUES:
+            for key in self.workloads.keys_for_cluster_queue(change):
+                self.workload_runner.enqueue(key)
+        for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
+            if rt == controller.rt:
+                runner.enqueue(change.key)
+                for key in self.workloads.keys_for_job(change):
+                    self.workload_runner.enqueue(key)
+
+    def start(self) -> None:
+        informers = self.agent.informers
+        # Rebuild: every cached object enters the engine and every key is reconciled once.
+        for rt in ENGINE_RESOURCES:
+            for obj in informers.cache(rt).values():
+                self.scheduling.on_change(rt, Change(object_key(obj), None, obj))
+        for key in informers.cache(WORKLOADS):
+            self.workload_runner.enqueue(key)
+        for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
+            for key in informers.cache(controller.rt):
+                runner.enqueue(key)
+        for runner in [*self.job_runners, self.workload_runner]:
+            runner.start()
+        self._tasks.append(asyncio.create_task(self.scheduling.run(), name="scheduling-loop"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for runner in [*self.job_runners, self.workload_runner]:
+            await runner.stop()
+
+    @property
+    def idle(self) -> bool:
+        runners = [*self.job_runners, self.workload_runner]
+        return not self.scheduling.busy and all(r.queue.idle for r in runners)
+
+
+class Agent:
+    """One worker agent against one cluster."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        client: KubeClient,
+        integrations: list[JobIntegration] | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.clock = clock
+        self.integrations = integrations or default_integrations()
+        self.metrics = AgentMetrics()
+        resources = list(ENGINE_RESOURCES) + [i.resource for i in self.integrations]
+        self.informers = InformerSet(client, resources, on_error=self._on_watch_error)
+        self.writer = ObjectWriter(client, self.informers, on_api_error=self._on_api_error)
+        self.recorder = EventRecorder(client, clock)
+        self.reporter: Reporter | None = None
+        if config.manager_url:
+            self.reporter = Reporter(
+                config.manager_url,
+                config.cluster_name,
+                config.token or "",
+                capacity=self._capacity,
+                clock=clock,
+                interval=config.report_interval,
+            )
+        identity = config.identity or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.elector = LeaderElector(
+            client,
+            config.lease_namespace,
+            config.lease_name or f"mkq-agent-{config.cluster_name}",
+            identity,
+            config.lease_duration,
+            config.renew_deadline,
+            config.retry_period,
+        )
+        self.health: HealthServer | None = None
+        if config.metrics_port is not None:
+            self.health = HealthServer(
+                lambda: self.ready, self.metrics.render, config.metrics_host, config.metrics_port
+            )
+        self._run: _LeaderRun | None = None
+        self._leadership: asyncio.Task[None] | None = None
+        for rt in resources:
+            self.informers[rt].add_handler(functools.partial(self._on_change, rt))
+
+    # --- hooks -----------------------------------------------------------------------------
+
+    def _on_change(self, rt: ResourceType, change: Change) -> None:
+        if self._run is not None:
+            self._run.on_change(rt, change)
+
+    def _on_watch_error(self, rt: ResourceType, error: Exception) -> None:
+        self.metrics.watch_errors.labels(str(rt)).inc()
+
+    def _on_api_error(self, verb: str, error: ApiError) -> None:
+        self.metrics.api_errors.labels(verb, str(error.status)).inc()
+
+    def on_finish(self, workload: dict[str, object], finish: Finish) -> None:
+        cq = cluster_queue_of(workload) or ""
+        spec = workload.get("spec") or {}
+        ref = spec.get("priorityClassRef") if isinstance(spec, dict) else None
+        priority_class = str((ref or {}).get("name", "")) if isinstance(ref, dict) else ""
+        self.metrics.finished_workloads.labels(cq, priority_class).inc()
+        if self.reporter is not None:
+            self.reporter.finished(workload, finish.succeeded, finish.message)
+
+    def _capacity(self) -> list[dict[str, object]]:
+        return list(self._run.scheduling.capacity) if self._run is not None else []
+
+    # --- state -----------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self.informers.synced
+
+    @property
+    def is_leader(self) -> bool:
+        return self._run is not None
+
+    @property
+    def idle(self) -> bool:
+        """No queued reconcile, change or write (for tests and benchmarks)."""
+        return self._run is not None and self._run.idle
+
+    @property
+    def health_port(self) -> int | None:
+        return self.health.port if self.health is not None else None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self.health is not None:
+            await self.health.start()
+        self.informers.start()
+        self.recorder.start()
+        if self.reporter is not None:
+            self.reporter.start()
+        self._leadership = asyncio.create_task(self._lead(), name="leadership")
+
+    async def _lead(self) -> None:
+        while True:
+            if self.config.leader_elect:
+                await self.elector.acquire()
+            await self.informers.wait_synced()
+            self.metrics.is_leader.set(1)
+            run = _LeaderRun(self)
+            self._run = run
+            run.start()
+            log.info("agent for cluster %s is leading", self.config.cluster_name)
+            try:
+                if self.config.leader_elect:
+                    await self.elector.keep()
+                else:
+                    await asyncio.Event().wait()
+            finally:
+                self._run = None
+                self.metrics.is_leader.set(0)
+                await run.stop()
+
+    async def stop(self, release_lease: bool = True) -> None:
+        """Stop everything this agent started; release the lease unless simulating a crash."""
+        if self._leadership is not None:
+            self._leadership.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._leadership
+            self._leadership = None
+        if release_lease and self.config.leader_elect:
+            await self.elector.release()
+        if self.reporter is not None:
+            await self.reporter.stop()
+        await self.recorder.stop()
+        await self.informers.stop()
+        if self.health is not None:
+            await self.health.stop()
+
+    async def __aenter__(self) -> Agent:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

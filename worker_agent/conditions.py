@@ -1,0 +1,80 @@
+"""Kubernetes status conditions on plain objects: read and set them as meta.SetStatusCondition does.
+
+lastTransitionTime moves only when the status flips, so rewriting an unchanged condition is a
+no-op and a level-based reconciler can set conditions on every pass.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+JsonObject = dict[str, Any]
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def find_condition(obj: JsonObject | None, kind: str) -> JsonObject | None:
+    for condition in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if condition.get("type") == kind:
+            return dict(condition)
+    return None
+
+
+def condition_true(obj: JsonObject | None, kind: str) -> bool:
+    condition = find_condition(obj, kind)
+    return condition is not None and condition.get("status") == "True"
+
+
+def set_condition(
+    status: JsonObject,
+    kind: str,
+    value: bool,
+    reason: str,
+    message: str,
+    now: datetime,
+    generation: int | None = None,
+) -> bool:
+    """Set one condition in a status dict (mutated); True when anything changed."""
+    wanted = "True" if value else "False"
+    conditions: list[JsonObject] = list(status.get("conditions") or [])
+    for index, condition in enumerate(conditions):
+        if condition.get("type") != kind:
+            continue
+        if (
+            condition.get("status") == wanted
+            and condition.get("reason") == reason
+            and condition.get("message") == message
+        ):
+            return False
+        updated = dict(condition, status=wanted, reason=reason, message=message)
+        if condition.get("status") != wanted:
+            updated["lastTransitionTime"] = rfc3339(now)
+        if generation is not None:
+            updated["observedGeneration"] = generation
+        conditions[index] = updated
+        status["conditions"] = conditions
+        return True
+    added: JsonObject = {
+        "type": kind,
+        "status": wanted,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": rfc3339(now),
+    }
+    if generation is not None:
+        added["observedGeneration"] = generation
+    conditions.append(added)
+    status["conditions"] = conditions
+    return True

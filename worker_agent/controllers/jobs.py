@@ -1,0 +1,247 @@
+"""The generic job reconciler (jobframework's JobReconciler) for any `JobIntegration`.
+
+For one job key it compares the job with its Workload and takes the single next step:
+create or adopt the Workload, keep the job suspended until admitted, start it with its
+placement, stop it and restore its template on eviction, release the quota once its pods are
+gone, and mark the Workload Finished when the job ends. Each pass is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from worker_agent import workloads as wl
+from worker_agent.cache import Change, object_key
+from worker_agent.conditions import find_condition
+from worker_agent.events import EventRecorder
+from worker_agent.informers import InformerSet
+from worker_agent.integrations.base import Finish, JobIntegration
+from worker_agent.kube_client import ApiError
+from worker_agent.resources import RESOURCE_FLAVORS, WORKLOAD_PRIORITY_CLASSES, WORKLOADS
+from worker_agent.workload_names import workload_name_for_owner
+from worker_agent.writer import ObjectWriter
+
+log = logging.getLogger(__name__)
+
+JsonObject = dict[str, Any]
+FinishHook = Callable[[JsonObject, Finish], None]
+
+_OWNER_INDEX = "owner-uid"
+_PREBUILT_INDEX = "prebuilt"
+_UID_INDEX = "uid"
+
+
+def _owner_uids(obj: JsonObject) -> list[str]:
+    return [str(r.get("uid")) for r in (obj.get("metadata") or {}).get("ownerReferences") or []]
+
+
+class JobController:
+    """Reconciles the jobs of one integration against their Workloads."""
+
+    def __init__(
+        self,
+        integration: JobIntegration,
+        informers: InformerSet,
+        writer: ObjectWriter,
+        recorder: EventRecorder,
+        clock: Callable[[], datetime],
+        on_finish: FinishHook | None = None,
+    ) -> None:
+        self.integration = integration
+        self.rt = integration.resource
+        self._informers = informers
+        self._writer = writer
+        self._recorder = recorder
+        self._clock = clock
+        self._on_finish = on_finish
+        self._jobs = informers.cache(self.rt)
+        self._workloads = informers.cache(WORKLOADS)
+        if not self._workloads.has_index(_OWNER_INDEX):
+            self._workloads.add_index(_OWNER_INDEX, _owner_uids)
+        self._jobs.add_index(_PREBUILT_INDEX, self._prebuilt_key)
+        self._jobs.add_index(_UID_INDEX, lambda o: [str((o.get("metadata") or {}).get("uid"))])
+
+    def _prebuilt_key(self, job: JsonObject) -> list[str]:
+        name = self.integration.prebuilt_workload_name(job)
+        namespace = (job.get("metadata") or {}).get("namespace")
+        return [f"{namespace}/{name}"] if name else []
+
+    def job_keys_for_workload(self, change: Change) -> list[str]:
+        """The jobs a Workload change concerns: its owners of our kind, or its adopter."""
+        keys: list[str] = []
+        for obj in (change.old, change.new):
+            if obj is None:
+                continue
+            for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+                if ref.get("kind") == self.rt.kind:
+                    keys.extend(object_key(j) for j in self._jobs.by_index(_UID_INDEX, ref["uid"]))
+            keys.extend(object_key(j) for j in self._jobs.by_index(_PREBUILT_INDEX, change.key))
+        return sorted(set(keys))
+
+    def _workload_for(self, job: JsonObject) -> JsonObject | None:
+        meta = job.get("metadata") or {}
+        prebuilt = self.integration.prebuilt_workload_name(job)
+        if prebuilt:
+            return self._workloads.get(f"{meta.get('namespace')}/{prebuilt}")
+        owned = [
+            w
+            for w in self._workloads.by_index(_OWNER_INDEX, str(meta.get("uid")))
+            if (wl.controller_owner(w) or {}).get("uid") == meta.get("uid")
+        ]
+        if not owned:
+            return None
+        # Prefer the one still in play if a replaced Workload lingers.
+        owned.sort(key=lambda w: (wl.is_finished(w), object_key(w)))
+        return owned[0]
+
+    async def reconcile(self, key: str) -> float | None:
+        job = self._jobs.get(key)
+        if job is None or not self.integration.is_managed(job):
+            return None
+        if (job.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        workload = self._workload_for(job)
+        if workload is None:
+            return await self._without_workload(key, job)
+        if self.integration.prebuilt_workload_name(job):
+            adopted = await self._writer.update(
+                WORKLOADS, object_key(workload), lambda w: wl.adopt(w, job)
+            )
+            workload = adopted or workload
+        return await self._with_workload(key, job, workload)
+
+    async def _without_workload(self, key: str, job: JsonObject) -> float | None:
+        integration = self.integration
+        if integration.finished(job) is not None:
+            return None
+        if not integration.is_suspended(job):
+            # Kueue's webhook suspends a queued job at creation; we do it on first sight.
+            await self._writer.update(self.rt, key, self._suspend_if_running)
+            return None
+        if integration.prebuilt_workload_name(job):
+            return None  # wait for the prebuilt Workload to appear
+        queue_name = integration.queue_name(job) or ""
+        priority_class = integration.priority_class_name(job)
+        priority: int | None = None
+        if priority_class is not None:
+            wpc = self._informers.cache(WORKLOAD_PRIORITY_CLASSES).get(priority_class)
+            if wpc is None:
+                self._recorder.warning(
+                    job,
+                    "ErrWorkloadCompose",
+                    f"WorkloadPriorityClass {priority_class} not found",
+                )
+                return 5.0
+            priority = int(wpc.get("value") or 0)
+        meta = job.get("metadata") or {}
+        name = workload_name_for_owner(
+            str(meta.get("name")), str(meta.get("uid")), self.rt.kind, self.rt.group
+        )
+        workload = wl.new_workload(
+            name, job, queue_name, integration.pod_sets(job), priority_class, priority
+        )
+        try:
+            await self._writer.create(WORKLOADS, workload)
+        except ApiError as error:
+            if error.status != 409:  # 409: it exists already; the watch will bring it
+                raise
+            return None
+        self._recorder.normal(
+            job, "CreatedWorkload", f"Created Workload: {meta.get('namespace')}/{name}"
+        )
+        return None
+
+    def _suspend_if_running(self, job: JsonObject) -> JsonObject | None:
+        if self.integration.is_suspended(job) or self.integration.finished(job) is not None:
+            return None
+        return self.integration.suspend(job)
+
+    async def _with_workload(self, key: str, job: JsonObject, workload: JsonObject) -> float | None:
+        integration = self.integration
+        workload_key = object_key(workload)
+        now = self._clock()
+        if wl.is_finished(workload):
+            if integration.finished(job) is None and not integration.is_suspended(job):
+                await self._writer.update(self.rt, key, self._suspend_if_running)
+            return None
+        finish = integration.finished(job)
+        if finish is not None:
+            written = await self._writer.update(
+                WORKLOADS,
+                workload_key,
+                lambda w: wl.finish(w, finish.succeeded, finish.message, now),
+                status=True,
+            )
+            if written is not None:
+                self._recorder.normal(
+                    written,
+                    "Finished" if finish.succeeded else "Failed",
+                    finish.message or finish.state,
+                )
+                if self._on_finish is not None:
+                    self._on_finish(written, finish)
+            return None
+        if wl.is_admitted(workload) and not wl.is_evicted(workload):
+            if integration.is_suspended(job):
+                return await self._start(key, job, workload)
+            return None
+        # Not admitted (waiting, or evicted): the job must not run.
+        if not integration.is_suspended(job):
+            stopped = await self._writer.update(self.rt, key, self._suspend_if_running)
+            if stopped is not None and wl.is_evicted(workload):
+                evicted = find_condition(workload, wl.EVICTED) or {}
+                self._recorder.normal(
+                    stopped, "Stopped", str(evicted.get("message") or "The workload was evicted")
+                )
+            return None
+        original = (workload.get("spec") or {}).get("podSets") or []
+        if integration.restore(job, original) != job:
+            await self._writer.update(
+                self.rt, key, lambda j: self._restore_if_suspended(j, original)
+            )
+            return None
+        if wl.is_evicted(workload) and not integration.is_active(job):
+            await self._writer.update(
+                WORKLOADS, workload_key, lambda w: self._release(w, now), status=True
+            )
+        return None
+
+    def _restore_if_suspended(
+        self, job: JsonObject, original: list[JsonObject]
+    ) -> JsonObject | None:
+        if not self.integration.is_suspended(job):
+            return None
+        restored = self.integration.restore(job, original)
+        return None if restored == job else restored
+
+    @staticmethod
+    def _release(workload: JsonObject, now: datetime) -> JsonObject | None:
+        if not wl.is_evicted(workload):
+            return None
+        return wl.release_quota(workload, now)
+
+    async def _start(self, key: str, job: JsonObject, workload: JsonObject) -> float | None:
+        flavors = {
+            str((f.get("metadata") or {}).get("name")): f
+            for f in self._informers.cache(RESOURCE_FLAVORS).values()
+        }
+        infos = wl.pod_set_infos(workload, flavors)
+        if infos is None:
+            return 1.0  # a flavor is not in the cache yet
+
+        def start(current: JsonObject) -> JsonObject | None:
+            if not self.integration.is_suspended(current):
+                return None
+            return self.integration.run(current, infos)
+
+        started = await self._writer.update(self.rt, key, start)
+        if started is not None:
+            self._recorder.normal(
+                started,
+                "Started",
+                f"Admitted by clusterQueue {wl.cluster_queue_of(workload)}",
+            )
+        return None

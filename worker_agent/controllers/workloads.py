@@ -1,0 +1,155 @@
+"""The Workload reconciler: what no job integration and no scheduling cycle covers.
+
+- A Workload whose LocalQueue or ClusterQueue does not exist says so on its QuotaReserved
+  condition (reason Inadmissible), as Kueue's workload controller does; the engine never sees
+  it as schedulable.
+- An evicted Workload with no job of ours behind it (e.g. the manager's mirrored copy) has
+  nothing to stop, so its quota is released at once.
+- A Workload whose owning job is gone is deleted (garbage collection, for clusters without it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from worker_agent import workloads as wl
+from worker_agent.cache import Change, object_key
+from worker_agent.informers import InformerSet
+from worker_agent.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, ResourceType
+from worker_agent.writer import ObjectWriter
+
+log = logging.getLogger(__name__)
+
+JsonObject = dict[str, Any]
+QUEUE_INDEX = "queue"
+_LQ_BY_CQ_INDEX = "cluster-queue"
+INADMISSIBLE = "Inadmissible"
+
+
+def _queue_index(workload: JsonObject) -> list[str]:
+    namespace = (workload.get("metadata") or {}).get("namespace")
+    return [f"{namespace}/{wl.queue_name_of(workload)}"]
+
+
+def _lq_cluster_queue(lq: JsonObject) -> list[str]:
+    return [str((lq.get("spec") or {}).get("clusterQueue") or "")]
+
+
+def queue_blocker(
+    workload: JsonObject, local_queues: Any, cluster_queues: Any
+) -> tuple[str, str] | None:
+    """Why a Workload cannot even be queued: its LocalQueue or ClusterQueue is missing."""
+    namespace = (workload.get("metadata") or {}).get("namespace")
+    queue = wl.queue_name_of(workload)
+    lq = local_queues.get(f"{namespace}/{queue}")
+    if lq is None or (lq.get("metadata") or {}).get("deletionTimestamp"):
+        return INADMISSIBLE, f"LocalQueue {queue} doesn't exist"
+    cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
+    cq = cluster_queues.get(cq_name)
+    if cq is None or (cq.get("metadata") or {}).get("deletionTimestamp"):
+        return INADMISSIBLE, f"ClusterQueue {cq_name} doesn't exist"
+    return None
+
+
+class WorkloadController:
+    """Reconciles Workloads by key."""
+
+    def __init__(
+        self,
+        informers: InformerSet,
+        writer: ObjectWriter,
+        clock: Callable[[], datetime],
+        job_kinds: Iterable[ResourceType],
+    ) -> None:
+        self._informers = informers
+        self._writer = writer
+        self._clock = clock
+        self._job_kinds = {(rt.api_version, rt.kind): rt for rt in job_kinds}
+        self._workloads = informers.cache(WORKLOADS)
+        self._workloads.add_index(QUEUE_INDEX, _queue_index)
+        informers.cache(LOCAL_QUEUES).add_index(_LQ_BY_CQ_INDEX, _lq_cluster_queue)
+
+    def keys_for_local_queue(self, change: Change) -> list[str]:
+        return sorted({object_key(w) for w in self._workloads.by_index(QUEUE_INDEX, change.key)})
+
+    def keys_for_cluster_queue(self, change: Change) -> list[str]:
+        keys: set[str] = set()
+        for lq in self._informers.cache(LOCAL_QUEUES).by_index(_LQ_BY_CQ_INDEX, change.key):
+            keys.update(
+                object_key(w) for w in self._workloads.by_index(QUEUE_INDEX, object_key(lq))
+            )
+        return sorted(keys)
+
+    def keys_for_job(self, change: Change) -> list[str]:
+        """A deleted job's Workloads (to collect them)."""
+        if change.new is not None or change.old is None:
+            return []
+        uid = str((change.old.get("metadata") or {}).get("uid"))
+        return sorted(
+            object_key(w)
+            for w in self._workloads.values()
+            if (wl.controller_owner(w) or {}).get("uid") == uid
+        )
+
+    def _owner_kind(self, workload: JsonObject) -> tuple[JsonObject | None, ResourceType | None]:
+        owner = wl.controller_owner(workload)
+        if owner is None:
+            return None, None
+        return owner, self._job_kinds.get((str(owner.get("apiVersion")), str(owner.get("kind"))))
+
+    def _owner_exists(self, workload: JsonObject, owner: JsonObject, rt: ResourceType) -> bool:
+        namespace = (workload.get("metadata") or {}).get("namespace")
+        job = self._informers.cache(rt).get(f"{namespace}/{owner.get('name')}")
+        return job is not None and (job.get("metadata") or {}).get("uid") == owner.get("uid")
+
+    async def reconcile(self, key: str) -> float | None:
+        workload = self._workloads.get(key)
+        if workload is None or (workload.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        owner, owner_rt = self._owner_kind(workload)
+        orphaned = (
+            owner is not None
+            and owner_rt is not None
+            and owner_rt in self._informers
+            and not self._owner_exists(workload, owner, owner_rt)
+        )
+        if orphaned:
+            log.info("deleting Workload %s: its owner is gone", key)
+            await self._writer.delete(WORKLOADS, key)
+            return None
+        if wl.is_finished(workload):
+            return None
+        now = self._clock()
+        deactivated = not wl.is_active(workload) and wl.has_quota_reservation(workload)
+        if deactivated and not wl.is_evicted(workload):
+            await self._writer.update(WORKLOADS, key, lambda w: _deactivate(w, now), status=True)
+            return None
+        if wl.is_evicted(workload) and wl.has_quota_reservation(workload) and owner_rt is None:
+            await self._writer.update(
+                WORKLOADS,
+                key,
+                lambda w: wl.release_quota(w, now) if wl.is_evicted(w) else None,
+                status=True,
+            )
+            return None
+        if not wl.has_quota_reservation(workload):
+            blocker = queue_blocker(
+                workload,
+                self._informers.cache(LOCAL_QUEUES),
+                self._informers.cache(CLUSTER_QUEUES),
+            )
+            if blocker is not None:
+                reason, message = blocker
+                await self._writer.update(
+                    WORKLOADS, key, lambda w: wl.set_pending(w, reason, message, now), status=True
+                )
+        return None
+
+
+def _deactivate(workload: JsonObject, now: datetime) -> JsonObject | None:
+    if wl.is_active(workload):
+        return None
+    return wl.evict(workload, "Deactivated", "The workload is deactivated", now)

@@ -1,0 +1,493 @@
+"""From kueue_api objects to the engine's plain data (the snapshot builder).
+
+Each `*_from` function reads one API object and returns a frozen spec; `apply_object` and
+`delete_object` feed an `EngineState` incrementally, so the owner (the agent, `mkq simulate`)
+can replay a list or a watch stream into it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import kueue_api as api
+from kueue_api.quantity import Quantity
+from worker_agent.engine.amounts import CPU
+from worker_agent.engine.model import (
+    Admission,
+    AdmissionCheckRule,
+    AdmissionCheckSpec,
+    BorrowWithinCohort,
+    ClusterQueueSpec,
+    CohortSpec,
+    EngineConfig,
+    FlavorFungibility,
+    FlavorQuotas,
+    FlavorSpec,
+    FungibilityPolicy,
+    FungibilityPreference,
+    LabelRequirement,
+    LabelSelector,
+    LocalQueueSpec,
+    NamespaceSpec,
+    NodeSelectorTerm,
+    PodSetAssignment,
+    PodSetSpec,
+    Preemption,
+    PreemptionPolicy,
+    QueueingStrategy,
+    ResourceGroup,
+    ResourceQuota,
+    StopPolicy,
+    Taint,
+    Toleration,
+    TopologyAssignment,
+    TopologyDomain,
+    TopologyRequest,
+    WorkloadSpec,
+)
+from worker_agent.engine.state import EngineState, TopologyView
+
+
+def amount(resource: str, quantity: Quantity) -> int:
+    """Kueue's units: CPU in millicores, everything else Value() rounded up."""
+    return quantity.milli_value() if resource == CPU else quantity.value()
+
+
+def _seconds(moment: datetime | None) -> float:
+    return 0.0 if moment is None else moment.timestamp()
+
+
+# --- configuration objects -----------------------------------------------------------------
+
+
+def _taint(t: api.Taint) -> Taint:
+    return Taint(key=t.key, effect=t.effect, value=t.value or "")
+
+
+def _toleration(t: api.Toleration) -> Toleration:
+    return Toleration(
+        key=t.key or "", operator=t.operator or "Equal", value=t.value or "", effect=t.effect or ""
+    )
+
+
+def flavor_from(obj: api.ResourceFlavor) -> FlavorSpec:
+    spec = obj.spec
+    return FlavorSpec(
+        name=obj.metadata.name or "",
+        node_labels=dict(spec.node_labels or {}),
+        node_taints=tuple(_taint(t) for t in spec.node_taints or ()),
+        tolerations=tuple(_toleration(t) for t in spec.tolerations or ()),
+        topology_name=spec.topology_name,
+    )
+
+
+def _groups(groups: list[api.ResourceGroup] | None) -> tuple[ResourceGroup, ...]:
+    result: list[ResourceGroup] = []
+    for group in groups or ():
+        flavors = []
+        for flavor in group.flavors:
+            quotas = {
+                q.name: ResourceQuota(
+                    nominal=amount(q.name, q.nominal_quota),
+                    borrowing_limit=(
+                        None if q.borrowing_limit is None else amount(q.name, q.borrowing_limit)
+                    ),
+                    lending_limit=(
+                        None if q.lending_limit is None else amount(q.name, q.lending_limit)
+                    ),
+                )
+                for q in flavor.resources
+            }
+            flavors.append(FlavorQuotas(name=flavor.name, resources=quotas))
+        result.append(ResourceGroup(tuple(group.covered_resources), tuple(flavors)))
+    return tuple(result)
+
+
+def _selector(sel: api.LabelSelector | None) -> LabelSelector | None:
+    if sel is None:
+        return None
+    return LabelSelector(
+        match_labels=dict(sel.match_labels or {}),
+        match_expressions=tuple(
+            LabelRequirement(e.key, e.operator, tuple(e.values or ()))
+            for e in sel.match_expressions or ()
+        ),
+    )
+
+
+def _weight(fair: api.FairSharing | None) -> float:
+    if fair is None:
+        return 1.0
+    return float(fair.weight.as_fraction())
+
+
+def cluster_queue_from(obj: api.ClusterQueue) -> ClusterQueueSpec:
+    spec = obj.spec
+    ff = spec.flavor_fungibility
+    pre = spec.preemption
+    bwc = pre.borrow_within_cohort
+    checks: tuple[AdmissionCheckRule, ...] = ()
+    if spec.admission_checks_strategy is not None:
+        checks = tuple(
+            AdmissionCheckRule(rule.name, tuple(rule.on_flavors or ()))
+            for rule in spec.admission_checks_strategy.admission_checks
+        )
+    return ClusterQueueSpec(
+        name=obj.metadata.name or "",
+        resource_groups=_groups(spec.resource_groups),
+        cohort=spec.cohort_name or None,
+        queueing_strategy=QueueingStrategy(spec.queueing_strategy),
+        namespace_selector=_selector(spec.namespace_selector),
+        flavor_fungibility=FlavorFungibility(
+            when_can_borrow=FungibilityPolicy(ff.when_can_borrow),
+            when_can_preempt=FungibilityPolicy(ff.when_can_preempt),
+            preference=None if ff.preference is None else FungibilityPreference(ff.preference),
+        ),
+        preemption=Preemption(
+            within_cluster_queue=PreemptionPolicy(pre.within_cluster_queue),
+            reclaim_within_cohort=PreemptionPolicy(pre.reclaim_within_cohort),
+            borrow_within_cohort=BorrowWithinCohort(
+                PreemptionPolicy(bwc.policy), bwc.max_priority_threshold
+            ),
+        ),
+        stop_policy=StopPolicy(spec.stop_policy),
+        admission_checks=checks,
+        fair_weight=_weight(spec.fair_sharing),
+    )
+
+
+def cohort_from(obj: api.Cohort) -> CohortSpec:
+    return CohortSpec(
+        name=obj.metadata.name or "",
+        parent=obj.spec.parent_name or None,
+        resource_groups=_groups(obj.spec.resource_groups),
+        fair_weight=_weight(obj.spec.fair_sharing),
+    )
+
+
+def local_queue_from(obj: api.LocalQueue) -> LocalQueueSpec:
+    return LocalQueueSpec(
+        namespace=obj.metadata.namespace or "default",
+        name=obj.metadata.name or "",
+        cluster_queue=obj.spec.cluster_queue or "",
+        stop_policy=StopPolicy(obj.spec.stop_policy),
+    )
+
+
+def namespace_from(obj: api.Namespace) -> NamespaceSpec:
+    name = obj.metadata.name or ""
+    labels = dict(obj.metadata.labels or {})
+    labels.setdefault("kubernetes.io/metadata.name", name)
+    return NamespaceSpec(name=name, labels=labels)
+
+
+def admission_check_from(obj: api.AdmissionCheck) -> AdmissionCheckSpec:
+    active = True
+    for condition in obj.status.conditions or ():
+        if condition.type == "Active":
+            active = condition.status == "True"
+    return AdmissionCheckSpec(
+        name=obj.metadata.name or "", controller_name=obj.spec.controller_name, active=active
+    )
+
+
+def config_from(obj: api.Configuration) -> EngineConfig:
+    resources = obj.resources
+    return EngineConfig(
+        ignore_undeclared_resources=(
+            resources is not None
+            and resources.effective_quota_check_strategy() == "IgnoreUndeclared"
+        ),
+        excluded_resource_prefixes=tuple(
+            (resources.exclude_resource_prefixes or []) if resources else []
+        ),
+        fair_sharing=obj.fair_sharing is not None,
+    )
+
+
+# --- workloads -----------------------------------------------------------------------------
+
+
+def _add(total: dict[str, int], res: Mapping[str, Quantity] | None) -> None:
+    for name, quantity in (res or {}).items():
+        total[name] = total.get(name, 0) + amount(name, quantity)
+
+
+def _container_requests(container: api.Container) -> dict[str, int]:
+    """Requests, with limits standing in for missing requests (Kueue's AdjustResources)."""
+    resources = container.resources
+    out: dict[str, int] = {}
+    if resources is None:
+        return out
+    _add(out, resources.limits)
+    requests: dict[str, int] = {}
+    _add(requests, resources.requests)
+    out.update(requests)
+    return out
+
+
+def pod_requests(spec: api.PodSpec, excluded: tuple[str, ...] = ()) -> dict[str, int]:
+    """Per-pod requests as Kubernetes computes them (resourcehelpers.PodRequests)."""
+    total: dict[str, int] = {}
+    for container in spec.containers:
+        for name, value in _container_requests(container).items():
+            total[name] = total.get(name, 0) + value
+    sidecars: dict[str, int] = {}
+    init_max: dict[str, int] = {}
+    for container in spec.init_containers or ():
+        requests = _container_requests(container)
+        if container.restart_policy == "Always":
+            for name, value in requests.items():
+                total[name] = total.get(name, 0) + value
+                sidecars[name] = sidecars.get(name, 0) + value
+            effective = dict(sidecars)
+        else:
+            effective = dict(requests)
+            for name, value in sidecars.items():
+                effective[name] = effective.get(name, 0) + value
+        for name, value in effective.items():
+            init_max[name] = max(init_max.get(name, 0), value)
+    for name, value in init_max.items():
+        total[name] = max(total.get(name, 0), value)
+    if spec.resources is not None:
+        pod_level: dict[str, int] = {}
+        _add(pod_level, spec.resources.limits)
+        explicit: dict[str, int] = {}
+        _add(explicit, spec.resources.requests)
+        pod_level.update(explicit)
+        total.update(pod_level)
+    _add(total, spec.overhead)
+    if excluded:
+        total = {k: v for k, v in total.items() if not any(k.startswith(p) for p in excluded)}
+    return {k: max(0, v) for k, v in total.items()}
+
+
+def _validation_error(index: int, spec: api.PodSpec) -> str | None:
+    problems: list[str] = []
+    for kind, containers in (
+        ("initContainers", spec.init_containers or []),
+        ("containers", spec.containers),
+    ):
+        for j, container in enumerate(containers):
+            res = container.resources
+            if res is None or not res.limits or not res.requests:
+                continue
+            bad = sorted(
+                name
+                for name, q in res.requests.items()
+                if name in res.limits and amount(name, q) > amount(name, res.limits[name])
+            )
+            if bad:
+                problems.append(
+                    f"spec.podSets[{index}].template.spec.{kind}[{j}]: Invalid value: "
+                    f"{json.dumps(bad)}: requests must not exceed its limits"
+                )
+    return "; ".join(problems) or None
+
+
+def _affinity_terms(spec: api.PodSpec) -> tuple[NodeSelectorTerm, ...]:
+    affinity = spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return ()
+    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    if required is None:
+        return ()
+    return tuple(
+        NodeSelectorTerm(
+            tuple(
+                LabelRequirement(e.key, e.operator, tuple(e.values or ()))
+                for e in term.match_expressions or ()
+            )
+        )
+        for term in required.node_selector_terms
+    )
+
+
+def _topology_request(tr: api.PodSetTopologyRequest | None) -> TopologyRequest | None:
+    if tr is None:
+        return None
+    return TopologyRequest(
+        required=tr.required,
+        preferred=tr.preferred,
+        unconstrained=bool(tr.unconstrained),
+        pod_index_label=tr.pod_index_label,
+        sub_group_index_label=tr.sub_group_index_label,
+        sub_group_count=tr.sub_group_count,
+        pod_set_group_name=tr.pod_set_group_name,
+        slice_required_topology=tr.pod_set_slice_required_topology,
+        slice_size=tr.pod_set_slice_size,
+    )
+
+
+def _condition(obj: api.Workload, kind: str) -> Any:
+    return obj.status.condition(kind)
+
+
+def _admission(admission: api.Admission, pod_sets: list[api.PodSet]) -> Admission:
+    counts = {ps.name: ps.count for ps in pod_sets}
+    assignments = []
+    for psa in admission.pod_set_assignments:
+        topology = None
+        if psa.topology_assignment is not None:
+            ta = psa.topology_assignment
+            topology = TopologyAssignment(
+                levels=tuple(ta.levels),
+                domains=tuple(TopologyDomain(tuple(d.values), d.count) for d in ta.domains()),
+            )
+        assignments.append(
+            PodSetAssignment(
+                name=psa.name,
+                flavors=dict(psa.flavors or {}),
+                resource_usage={
+                    name: amount(name, q) for name, q in (psa.resource_usage or {}).items()
+                },
+                count=psa.count if psa.count is not None else counts.get(psa.name, 0),
+                topology_assignment=topology,
+            )
+        )
+    return Admission(cluster_queue=admission.cluster_queue, pod_sets=tuple(assignments))
+
+
+def workload_from(
+    obj: api.Workload,
+    priority_classes: Mapping[str, int] | None = None,
+    config: EngineConfig | None = None,
+) -> WorkloadSpec:
+    """The engine's view of a Workload. Priority: spec.priority, else the referenced
+    WorkloadPriorityClass's value, else 0."""
+    spec = obj.spec
+    config = config or EngineConfig()
+    priority = spec.priority
+    if priority is None and spec.priority_class_ref is not None:
+        ref = spec.priority_class_ref
+        if ref.kind == "WorkloadPriorityClass":
+            priority = (priority_classes or {}).get(ref.name)
+    pod_sets = []
+    for index, ps in enumerate(spec.pod_sets):
+        pod_spec = ps.template.spec
+        pod_sets.append(
+            PodSetSpec(
+                name=ps.name,
+                count=ps.count,
+                per_pod=pod_requests(pod_spec, config.excluded_resource_prefixes),
+                min_count=ps.min_count,
+                node_selector=dict(pod_spec.node_selector or {}),
+                affinity_terms=_affinity_terms(pod_spec),
+                tolerations=tuple(_toleration(t) for t in pod_spec.tolerations or ()),
+                topology_request=_topology_request(ps.topology_request),
+                validation_error=_validation_error(index, pod_spec),
+            )
+        )
+    meta = obj.metadata
+    reserved = _condition(obj, "QuotaReserved")
+    admission = None
+    admitted_at = None
+    if obj.status.admission is not None and reserved is not None and reserved.status == "True":
+        admission = _admission(obj.status.admission, spec.pod_sets)
+        admitted_at = _seconds(reserved.last_transition_time)
+    order_time: float | None = None
+    evicted = _condition(obj, "Evicted")
+    if (
+        evicted is not None
+        and evicted.status == "True"
+        and evicted.reason
+        in (
+            "PodsReadyTimeout",
+            "AdmissionCheck",
+        )
+    ):
+        order_time = _seconds(evicted.last_transition_time)
+    requeue = obj.status.requeue_state
+    requeued = _condition(obj, "Requeued")
+    return WorkloadSpec(
+        namespace=meta.namespace or "default",
+        name=meta.name or "",
+        queue_name=spec.queue_name or "",
+        pod_sets=tuple(pod_sets),
+        priority=priority or 0,
+        creation_time=_seconds(meta.creation_timestamp),
+        uid=meta.uid or "",
+        active=spec.active,
+        admission=admission,
+        admitted_at=admitted_at,
+        queue_order_time=order_time,
+        requeue_at=(
+            None if requeue is None or requeue.requeue_at is None else _seconds(requeue.requeue_at)
+        ),
+        requeued_false=requeued is not None and requeued.status == "False",
+    )
+
+
+def is_finished(obj: api.Workload) -> bool:
+    return obj.status.is_true("Finished")
+
+
+# --- feeding a state -----------------------------------------------------------------------
+
+
+class StateBuilder:
+    """Feeds kueue_api objects into an EngineState, remembering what it needs to resolve
+    (WorkloadPriorityClasses for workload priorities)."""
+
+    def __init__(self, state: EngineState) -> None:
+        self.state = state
+        self.priority_classes: dict[str, int] = {}
+
+    def apply(self, obj: object) -> None:
+        state = self.state
+        if isinstance(obj, api.ResourceFlavor):
+            state.upsert_flavor(flavor_from(obj))
+        elif isinstance(obj, api.ClusterQueue):
+            state.upsert_cluster_queue(cluster_queue_from(obj))
+        elif isinstance(obj, api.Cohort):
+            state.upsert_cohort(cohort_from(obj))
+        elif isinstance(obj, api.LocalQueue):
+            state.upsert_local_queue(local_queue_from(obj))
+        elif isinstance(obj, api.Namespace):
+            state.upsert_namespace(namespace_from(obj))
+        elif isinstance(obj, api.AdmissionCheck):
+            state.upsert_admission_check(admission_check_from(obj))
+        elif isinstance(obj, api.WorkloadPriorityClass):
+            self.priority_classes[obj.metadata.name or ""] = obj.value
+        elif isinstance(obj, api.Topology):
+            name = obj.metadata.name or ""
+            levels = tuple(level.node_label for level in obj.spec.levels)
+            state.tas.topologies[name] = TopologyView(name, levels)
+            state._dirty = True
+        elif isinstance(obj, api.Node):
+            state.tas.nodes[obj.metadata.name or ""] = obj
+        elif isinstance(obj, api.Configuration):
+            state.config = config_from(obj)
+        elif isinstance(obj, api.Workload):
+            key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+            if is_finished(obj):
+                state.finish_workload(key)
+                return
+            state.upsert_workload(workload_from(obj, self.priority_classes, state.config))
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> None:
+        state = self.state
+        if kind == "ResourceFlavor":
+            state.remove_flavor(name)
+        elif kind == "ClusterQueue":
+            state.remove_cluster_queue(name)
+        elif kind == "Cohort":
+            state.remove_cohort(name)
+        elif kind == "LocalQueue":
+            state.remove_local_queue(namespace or "default", name)
+        elif kind == "Namespace":
+            state.remove_namespace(name)
+        elif kind == "AdmissionCheck":
+            state.remove_admission_check(name)
+        elif kind == "WorkloadPriorityClass":
+            self.priority_classes.pop(name, None)
+        elif kind == "Topology":
+            state.tas.topologies.pop(name, None)
+            state._dirty = True
+        elif kind == "Node":
+            state.tas.nodes.pop(name, None)
+        elif kind == "Workload":
+            state.finish_workload(f"{namespace or 'default'}/{name}")

@@ -1,0 +1,341 @@
+"""One scheduling cycle (spec §5, Kueue's scheduler.schedule).
+
+Heads (one per active ClusterQueue) are nominated against the state as it is at the start of
+the cycle, ordered (classical: borrowing height, priority, FIFO), then processed in order
+against the accumulating usage: what still fits is admitted, the rest is requeued with Kueue's
+reason and message. Capacity reserved for a workload that needs preemption but has no victims
+lasts only for this cycle; admissions stay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from worker_agent.engine.cluster_queue import ClusterQueueRuntime
+from worker_agent.engine.flavor_assigner import (
+    FIT,
+    NO_FIT,
+    PREEMPT,
+    AssignContext,
+    Assignment,
+    assign_flavors,
+)
+from worker_agent.engine.model import (
+    Admission,
+    FlavorResource,
+    PodSetAssignment,
+    PreemptionPolicy,
+)
+from worker_agent.engine.partial import search_counts
+from worker_agent.engine.queue import backoff_expired
+from worker_agent.engine.selection import selector_matches
+from worker_agent.engine.state import MISCONFIGURED, EngineState
+from worker_agent.engine.workload import LastAssignment, WorkloadInfo
+
+WAITING_FOR_QUOTA = "WaitingForQuota"
+WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+
+# Requeue reasons (Kueue's queue.RequeueReason).
+GENERIC = ""
+FAILED_AFTER_NOMINATION = "FailedAfterNomination"
+NAMESPACE_MISMATCH = "NamespaceMismatch"
+PENDING_PREEMPTION = "PendingPreemption"
+PREEMPTION_FAILED = "PreemptionFailed"
+NO_FIT_REASON = "NoFit"
+PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+
+BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionDecision:
+    """A workload got quota: write status.admission and QuotaReserved=True."""
+
+    key: str
+    cluster_queue: str
+    admission: Admission
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class PendingUpdate:
+    """A workload stays pending: write QuotaReserved=False with this reason and message."""
+
+    key: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    """A workload loses its quota (preemption and other causes, issue 8)."""
+
+    key: str
+    reason: str
+    message: str
+    preemptor: str | None = None
+    preemption_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    admissions: tuple[AdmissionDecision, ...] = ()
+    pending: tuple[PendingUpdate, ...] = ()
+    evictions: tuple[Eviction, ...] = ()
+    heads: int = 0
+    idle: bool = True
+    """True when running another cycle now would change nothing."""
+
+
+@dataclass(slots=True)
+class _Entry:
+    cq: ClusterQueueRuntime
+    info: WorkloadInfo
+    assignment: Assignment | None = None
+    targets: list[str] = field(default_factory=list)
+    status: str = ""
+    message: str = ""
+    reason: str = ""
+    requeue: str = GENERIC
+    admitted: bool = False
+
+
+def schedule(state: EngineState, now: float) -> CycleResult:
+    """Run one scheduling cycle at time `now` (POSIX seconds)."""
+    state.ensure_structure()
+    state.cycle += 1
+    heads = _pop_heads(state)
+    if not heads:
+        return CycleResult()
+    before = {e.info.key: _scan_state(e.info) for e in heads}
+    entries: list[_Entry] = []
+    inadmissible: list[_Entry] = []
+    for entry in heads:
+        if _nominate(state, entry):
+            entries.append(entry)
+        else:
+            inadmissible.append(entry)
+    entries.sort(key=_entry_order)
+    undo: list[tuple[ClusterQueueRuntime, dict[FlavorResource, int]]] = []
+    admissions: list[AdmissionDecision] = []
+    for entry in entries:
+        decision = _process(state, entry, undo, now)
+        if decision is not None:
+            admissions.append(decision)
+    for cq, usage in reversed(undo):
+        cq.node.remove_usages(usage)
+    pending: list[PendingUpdate] = []
+    idle = not admissions
+    for entry in entries + inadmissible:
+        if entry.admitted:
+            continue
+        went_active = _requeue(state, entry, now, pending)
+        if idle and (not went_active or _scan_state(entry.info) != before[entry.info.key]):
+            idle = False
+    return CycleResult(
+        admissions=tuple(admissions), pending=tuple(pending), heads=len(heads), idle=idle
+    )
+
+
+def _scan_state(info: WorkloadInfo) -> object:
+    last = info.last_assignment
+    return None if last is None else last.tried
+
+
+def _pop_heads(state: EngineState) -> list[_Entry]:
+    heads: list[_Entry] = []
+    for name in sorted(state.nonempty):
+        cq = state.cluster_queues.get(name)
+        if cq is None or not cq.queue.active:
+            state.nonempty.discard(name)
+            continue
+        if not cq.active:
+            continue
+        info = cq.queue.pop(state.shape_of)
+        if not cq.queue.active:
+            state.nonempty.discard(name)
+        if info is not None:
+            heads.append(_Entry(cq=cq, info=info))
+    return heads
+
+
+def _nominate(state: EngineState, entry: _Entry) -> bool:
+    info, cq = entry.info, entry.cq
+    namespace = state.namespaces.get(info.spec.namespace)
+    if namespace is None:
+        ns = info.spec.namespace
+        entry.message = f'workload namespace "{ns}" does not exist: namespaces "{ns}" not found'
+        entry.reason = MISCONFIGURED
+        return False
+    if not selector_matches(cq.spec.namespace_selector, namespace.labels):
+        entry.message = "workload namespace doesn't match ClusterQueue selector"
+        entry.reason = MISCONFIGURED
+        entry.requeue = NAMESPACE_MISMATCH
+        return False
+    errors = [ps.validation_error for ps in info.spec.pod_sets if ps.validation_error]
+    if errors:
+        entry.message = f"resources validation failed: {'; '.join(errors)}"
+        entry.reason = MISCONFIGURED
+        return False
+    entry.assignment, entry.targets = get_assignments(state, cq, info)
+    info.last_assignment = LastAssignment(
+        tried=entry.assignment.tried, generation=cq.generation, cycle=state.cycle
+    )
+    entry.message = entry.assignment.message()
+    return True
+
+
+def assign_context(state: EngineState, cq: ClusterQueueRuntime) -> AssignContext:
+    levels: dict[str, tuple[str, ...]] = {}
+    for name in cq.tas_flavors:
+        topology = state.tas.topologies.get(cq.tas_flavors[name])
+        if topology is not None:
+            levels[name] = topology.levels
+    return AssignContext(
+        cq=cq,
+        flavors=state.flavors,
+        fair_sharing=state.config.fair_sharing,
+        ignore_undeclared=state.config.ignore_undeclared_resources,
+        place_topology=None,
+        tas_levels=levels,
+    )
+
+
+def get_assignments(
+    state: EngineState, cq: ClusterQueueRuntime, info: WorkloadInfo
+) -> tuple[Assignment, list[str]]:
+    """Kueue's getAssignments: full counts first, then partial admission."""
+    last = info.last_assignment
+    if last is not None and _outdated(last, cq.generation, state.cycle):
+        last = info.last_assignment = None
+    ctx = assign_context(state, cq)
+    full = assign_flavors(ctx, info, None, last)
+    mode = full.mode()
+    if mode == FIT:
+        return full, []
+    if info.can_be_partially_admitted():
+
+        def fits(counts: list[int]) -> Assignment | None:
+            candidate = assign_flavors(ctx, info, counts, last)
+            return candidate if candidate.mode() == FIT else None
+
+        found = search_counts(info.spec.pod_sets, fits)
+        if found is not None:
+            return found, []
+    return full, []
+
+
+def _outdated(last: LastAssignment, generation: int, cycle: int) -> bool:
+    if cycle - last.cycle <= 1:
+        return False
+    return generation > last.generation
+
+
+def _entry_order(entry: _Entry) -> tuple[object, ...]:
+    assert entry.assignment is not None
+    info = entry.info
+    return (
+        not info.has_quota,
+        entry.assignment.borrowing,
+        -info.spec.priority,
+        info.spec.order_time,
+        entry.cq.name,
+    )
+
+
+def _process(
+    state: EngineState,
+    entry: _Entry,
+    undo: list[tuple[ClusterQueueRuntime, dict[FlavorResource, int]]],
+    now: float,
+) -> AdmissionDecision | None:
+    cq, info, assignment = entry.cq, entry.info, entry.assignment
+    assert assignment is not None
+    usage = {} if info.has_quota else assignment.usage
+    mode = assignment.mode()
+    if mode == NO_FIT:
+        entry.requeue = NO_FIT_REASON
+        entry.reason = assignment.no_fit_reason or "Pending"
+        return None
+    if mode == PREEMPT and not entry.targets:
+        entry.requeue = PREEMPTION_NO_CANDIDATES
+        entry.reason = WAITING_FOR_QUOTA
+        if cq.spec.preemption.reclaim_within_cohort != PreemptionPolicy.ANY:
+            reserved = _to_reserve(cq, assignment)
+            cq.node.add_usages(reserved)
+            undo.append((cq, reserved))
+        return None
+    if not cq.node.fits(usage):
+        entry.status = "skipped"
+        entry.message = "Workload no longer fits after processing another workload"
+        entry.reason = WAITING_FOR_QUOTA
+        return None
+    cq.node.add_usages(usage)
+    if mode == PREEMPT:
+        undo.append((cq, dict(usage)))
+        entry.reason = WAITING_FOR_PREEMPTED
+        return None
+    admission = Admission(
+        cluster_queue=cq.name,
+        pod_sets=tuple(
+            PodSetAssignment(
+                name=ps.name,
+                flavors={res: choice.name for res, choice in ps.flavors.items()},
+                resource_usage={res: ps.requests.get(res, 0) for res in ps.flavors},
+                count=ps.count,
+                topology_assignment=ps.topology,
+            )
+            for ps in assignment.pod_sets
+        ),
+    )
+    state.record_admission(info, cq, admission, now)
+    entry.admitted = True
+    return AdmissionDecision(key=info.key, cluster_queue=cq.name, admission=admission, at=now)
+
+
+def _to_reserve(cq: ClusterQueueRuntime, assignment: Assignment) -> dict[FlavorResource, int]:
+    """Kueue's quotaResourcesToReserve for a Preempt assignment with no candidates."""
+    reserved: dict[FlavorResource, int] = {}
+    node = cq.node
+    for fr, value in assignment.usage.items():
+        quota = node.quotas.get(fr)
+        nominal = 0 if quota is None else quota.nominal
+        used = node.usage.get(fr, 0)
+        if assignment.borrowing > 0:
+            if quota is None or quota.borrowing_limit is None:
+                amount = value
+            else:
+                amount = min(value, nominal + quota.borrowing_limit - used)
+        else:
+            amount = min(value, nominal - used)
+        if amount > 0:
+            reserved[fr] = amount
+    return reserved
+
+
+def _requeue(state: EngineState, entry: _Entry, now: float, pending: list[PendingUpdate]) -> bool:
+    """Kueue's requeueAndUpdate. Returns whether the workload went back to the active heap."""
+    cq, info = entry.cq, entry.info
+    reason = entry.requeue
+    if entry.status and reason == GENERIC:
+        reason = FAILED_AFTER_NOMINATION
+    if not cq.queue.best_effort:
+        immediate = reason != NAMESPACE_MISMATCH
+    else:
+        immediate = reason in (FAILED_AFTER_NOMINATION, PENDING_PREEMPTION, PREEMPTION_FAILED)
+    info.message = entry.message
+    info.reason = entry.reason
+    pending.append(PendingUpdate(key=info.key, reason=entry.reason, message=entry.message))
+    shape = state.shape_of[info.key]
+    last = info.last_assignment
+    if backoff_expired(info, now) and (immediate or (last is not None and last.pending_flavors())):
+        cq.queue.push_active(info, shape)
+        state.nonempty.add(cq.name)
+        return True
+    cq.queue.make_inadmissible(info)
+    if reason in (NO_FIT_REASON, PREEMPTION_NO_CANDIDATES):
+        for other in cq.queue.block_shape(shape, entry.reason):
+            other.reason = entry.reason or "PendingEvaluation"
+            other.message = BYPASSED
+            pending.append(PendingUpdate(key=other.key, reason=other.reason, message=BYPASSED))
+    return False

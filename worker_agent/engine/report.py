@@ -1,0 +1,180 @@
+"""The outcome of a run in `mkq simulate`'s JSON shape (DESIGN.md), and Kueue-style status.
+
+`simulation_report` turns an EngineState into {"workloads": {"ns/name": {...}}};
+`cluster_queue_status` and `local_queue_status` compute what Kueue writes into those objects'
+status (usage per flavor, pending/reserving/admitted counts, the Active condition).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from worker_agent.engine.amounts import format_amount
+from worker_agent.engine.model import FlavorResource, TopologyAssignment
+from worker_agent.engine.state import PENDING_EVALUATION, EngineState
+from worker_agent.engine.workload import WorkloadInfo
+
+PENDING_EVALUATION_MESSAGE = "Workload is pending evaluation in the scheduling queue"
+
+
+def topology_json(topology: TopologyAssignment) -> dict[str, Any]:
+    return {
+        "levels": list(topology.levels),
+        "domains": [{"values": list(d.values), "count": d.count} for d in topology.domains],
+    }
+
+
+def pending_reason(state: EngineState, info: WorkloadInfo) -> tuple[str, str]:
+    """(reason, message) for a pending workload, in Kueue's words."""
+    if not info.spec.active:
+        return "Inactive", "The workload is deactivated"
+    blocker = state.blocker(info)
+    if blocker is not None and (not info.message or info.cluster_queue is None):
+        return blocker
+    if info.message:
+        return info.reason or "Pending", info.message
+    return PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE
+
+
+def workload_json(state: EngineState, info: WorkloadInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {"admitted": info.admission is not None}
+    if info.admission is not None:
+        out["clusterQueue"] = info.admission.cluster_queue
+        pod_sets: dict[str, Any] = {}
+        for psa in info.admission.pod_sets:
+            entry: dict[str, Any] = {
+                "flavors": dict(psa.flavors),
+                "count": psa.count,
+                "resourceUsage": {
+                    res: format_amount(res, value) for res, value in psa.resource_usage.items()
+                },
+            }
+            if psa.topology_assignment is not None:
+                entry["topologyAssignment"] = topology_json(psa.topology_assignment)
+            pod_sets[psa.name] = entry
+        out["podSets"] = pod_sets
+    out["evictions"] = [{"reason": reason, "by": by} for reason, by in info.evictions]
+    if info.admission is None:
+        reason, message = pending_reason(state, info)
+        out["reason"] = reason
+        out["message"] = message
+    return out
+
+
+def simulation_report(state: EngineState) -> dict[str, Any]:
+    return {
+        "workloads": {
+            key: workload_json(state, state.workloads[key]) for key in sorted(state.workloads)
+        }
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceUsageView:
+    name: str
+    total: int
+    borrowed: int
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorUsageView:
+    name: str
+    resources: tuple[ResourceUsageView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueueStatusView:
+    active: bool
+    reason: str
+    message: str
+    flavors_reservation: tuple[FlavorUsageView, ...]
+    flavors_usage: tuple[FlavorUsageView, ...]
+    pending_workloads: int
+    reserving_workloads: int
+    admitted_workloads: int
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueueStatusView:
+    pending_workloads: int
+    reserving_workloads: int
+    admitted_workloads: int
+    flavors_reservation: tuple[FlavorUsageView, ...]
+    flavors_usage: tuple[FlavorUsageView, ...]
+
+
+def _flavor_views(
+    state: EngineState, cq_name: str, usage: dict[FlavorResource, int], with_borrowed: bool
+) -> tuple[FlavorUsageView, ...]:
+    cq = state.cluster_queues[cq_name]
+    views: list[FlavorUsageView] = []
+    for group in cq.spec.resource_groups:
+        for flavor in group.flavors:
+            resources = []
+            for res in group.covered_resources:
+                total = usage.get((flavor.name, res), 0)
+                quota = flavor.resources.get(res)
+                nominal = 0 if quota is None else quota.nominal
+                borrowed = max(0, total - nominal) if with_borrowed else 0
+                resources.append(ResourceUsageView(res, total, borrowed))
+            views.append(FlavorUsageView(flavor.name, tuple(resources)))
+    return tuple(views)
+
+
+def cluster_queue_status(state: EngineState, name: str) -> ClusterQueueStatusView:
+    """What Kueue writes into ClusterQueue.status (quantities in the engine's units)."""
+    state.ensure_structure()
+    cq = state.cluster_queues[name]
+    reserved: dict[FlavorResource, int] = {}
+    admitted: dict[FlavorResource, int] = {}
+    admitted_count = 0
+    for info in cq.workloads.values():
+        for fr, value in info.usage.items():
+            reserved[fr] = reserved.get(fr, 0) + value
+            if info.spec.admission_checks_ready:
+                admitted[fr] = admitted.get(fr, 0) + value
+        if info.spec.admission_checks_ready:
+            admitted_count += 1
+    return ClusterQueueStatusView(
+        active=cq.active,
+        reason=cq.inactive_reason,
+        message=cq.inactive_message,
+        flavors_reservation=_flavor_views(state, name, reserved, True),
+        flavors_usage=_flavor_views(state, name, admitted, True),
+        pending_workloads=len(cq.queue),
+        reserving_workloads=len(cq.workloads),
+        admitted_workloads=admitted_count,
+    )
+
+
+def local_queue_status(state: EngineState, namespace: str, name: str) -> LocalQueueStatusView:
+    state.ensure_structure()
+    lq = state.local_queues[f"{namespace}/{name}"]
+    pending = reserving = admitted_count = 0
+    reserved: dict[FlavorResource, int] = {}
+    admitted: dict[FlavorResource, int] = {}
+    for info in state.workloads.values():
+        spec = info.spec
+        if spec.namespace != namespace or spec.queue_name != name:
+            continue
+        if info.admission is None:
+            pending += 1
+            continue
+        reserving += 1
+        for fr, value in info.usage.items():
+            reserved[fr] = reserved.get(fr, 0) + value
+        if spec.admission_checks_ready:
+            admitted_count += 1
+            for fr, value in info.usage.items():
+                admitted[fr] = admitted.get(fr, 0) + value
+    has_cq = lq.cluster_queue in state.cluster_queues
+    return LocalQueueStatusView(
+        pending_workloads=pending,
+        reserving_workloads=reserving,
+        admitted_workloads=admitted_count,
+        flavors_reservation=(
+            _flavor_views(state, lq.cluster_queue, reserved, False) if has_cq else ()
+        ),
+        flavors_usage=_flavor_views(state, lq.cluster_queue, admitted, False) if has_cq else (),
+    )

@@ -1,0 +1,444 @@
+"""EngineState: everything the engine knows, updated incrementally.
+
+The state holds the plain specs (ResourceFlavors, ClusterQueues, Cohorts, LocalQueues,
+Namespaces, AdmissionChecks, Workloads), the quota tree with live usage, and one pending queue
+per ClusterQueue. Object changes are methods (`upsert_*`, `remove_*`); quota-tree structure is
+rebuilt lazily once per batch of configuration changes; admitting or releasing a workload only
+walks its ClusterQueue's path to the root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from worker_agent.engine.cluster_queue import ClusterQueueRuntime
+from worker_agent.engine.model import (
+    Admission,
+    AdmissionCheckSpec,
+    ClusterQueueSpec,
+    CohortSpec,
+    EngineConfig,
+    FlavorResource,
+    FlavorSpec,
+    LocalQueueSpec,
+    NamespaceSpec,
+    StopPolicy,
+    WorkloadSpec,
+)
+from worker_agent.engine.quota import QuotaNode, quotas_of, recompute_tree
+from worker_agent.engine.workload import WorkloadInfo, usage_from_admission
+
+PENDING_EVALUATION = "PendingEvaluation"
+MISCONFIGURED = "Misconfigured"
+SUSPENDED = "Suspended"
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyView:
+    """A Topology's levels, coarse to fine."""
+
+    name: str
+    levels: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class TasWorld:
+    """What TAS placement reads: topologies and nodes (kept opaque to the quota engine)."""
+
+    topologies: dict[str, TopologyView] = field(default_factory=dict)
+    nodes: dict[str, object] = field(default_factory=dict)
+
+
+class EngineState:
+    """The engine's world. Not thread-safe; one owner calls it."""
+
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        self.flavors: dict[str, FlavorSpec] = {}
+        self.cluster_queues: dict[str, ClusterQueueRuntime] = {}
+        self.cohort_specs: dict[str, CohortSpec] = {}
+        self.cohorts: dict[str, QuotaNode] = {}
+        self.local_queues: dict[str, LocalQueueSpec] = {}
+        self.namespaces: dict[str, NamespaceSpec] = {}
+        self.admission_checks: dict[str, AdmissionCheckSpec] = {}
+        self.workloads: dict[str, WorkloadInfo] = {}
+        self.tas = TasWorld()
+        self.cycle = 0
+        self.shape_ids: dict[tuple[object, ...], int] = {}
+        self.shape_of: dict[str, int] = {}
+        self.parked: set[str] = set()
+        self.nonempty: set[str] = set()
+        self._dirty = True
+
+    # --- configuration objects -----------------------------------------------------------
+
+    def upsert_flavor(self, spec: FlavorSpec) -> None:
+        self.flavors[spec.name] = spec
+        self._dirty = True
+
+    def remove_flavor(self, name: str) -> None:
+        self.flavors.pop(name, None)
+        self._dirty = True
+
+    def upsert_admission_check(self, spec: AdmissionCheckSpec) -> None:
+        self.admission_checks[spec.name] = spec
+        self._dirty = True
+
+    def remove_admission_check(self, name: str) -> None:
+        self.admission_checks.pop(name, None)
+        self._dirty = True
+
+    def upsert_namespace(self, spec: NamespaceSpec) -> None:
+        self.namespaces[spec.name] = spec
+
+    def remove_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+
+    def upsert_cohort(self, spec: CohortSpec) -> None:
+        self.cohort_specs[spec.name] = spec
+        self._dirty = True
+
+    def remove_cohort(self, name: str) -> None:
+        self.cohort_specs.pop(name, None)
+        self._dirty = True
+
+    def upsert_cluster_queue(self, spec: ClusterQueueSpec) -> None:
+        cq = self.cluster_queues.get(spec.name)
+        if cq is None:
+            self.cluster_queues[spec.name] = ClusterQueueRuntime(spec)
+        else:
+            cq.update_spec(spec)
+        self._dirty = True
+
+    def remove_cluster_queue(self, name: str) -> None:
+        cq = self.cluster_queues.pop(name, None)
+        if cq is None:
+            return
+        for info in list(cq.queue.infos()):
+            info.cluster_queue = None
+            self.parked.add(info.key)
+        self.nonempty.discard(name)
+        self._dirty = True
+
+    def upsert_local_queue(self, spec: LocalQueueSpec) -> None:
+        self.local_queues[spec.key] = spec
+        self._dirty = True
+
+    def remove_local_queue(self, namespace: str, name: str) -> None:
+        self.local_queues.pop(f"{namespace}/{name}", None)
+        self._dirty = True
+
+    # --- workloads -----------------------------------------------------------------------
+
+    def upsert_workload(self, spec: WorkloadSpec) -> None:
+        """Add a workload or replace its spec (a new admission in the spec is taken as given)."""
+        old = self.workloads.get(spec.key)
+        if old is not None:
+            self._detach(old)
+        info = WorkloadInfo(spec)
+        if old is not None and spec.admission is None and old.admission is not None:
+            # An update without status keeps the quota the engine already gave it.
+            info.admission, info.usage, info.admitted_at = (
+                old.admission,
+                old.usage,
+                old.admitted_at,
+            )
+        if old is not None:
+            info.evictions = old.evictions
+        self.workloads[spec.key] = info
+        shape_id = self.shape_ids.setdefault(info.shape, len(self.shape_ids))
+        self.shape_of[spec.key] = shape_id
+        self._attach(info)
+
+    def remove_workload(self, key: str) -> None:
+        info = self.workloads.pop(key, None)
+        if info is None:
+            return
+        self._detach(info)
+        self.shape_of.pop(key, None)
+
+    def _attach(self, info: WorkloadInfo) -> None:
+        if info.admission is not None:
+            cq = self.cluster_queues.get(info.admission.cluster_queue)
+            info.cluster_queue = info.admission.cluster_queue
+            if cq is not None:
+                cq.workloads[info.key] = info
+                cq.node.add_usages(info.usage)
+                cq.admitted_count += 1
+            return
+        if self._dirty:
+            self.parked.add(info.key)
+            return
+        self._enqueue(info)
+
+    def _detach(self, info: WorkloadInfo) -> None:
+        self.parked.discard(info.key)
+        name = info.cluster_queue
+        cq = self.cluster_queues.get(name) if name else None
+        if cq is None:
+            return
+        if info.admission is not None and info.key in cq.workloads:
+            del cq.workloads[info.key]
+            cq.node.remove_usages(info.usage)
+            cq.admitted_count -= 1
+            cq.generation += 1
+        else:
+            cq.queue.remove(info.key, self.shape_of.get(info.key, -1))
+        info.cluster_queue = None
+
+    def _enqueue(self, info: WorkloadInfo) -> None:
+        """Put a pending workload in its ClusterQueue's heap, or park it with a reason."""
+        cq_name = self.cluster_queue_for(info.spec)
+        cq = self.cluster_queues.get(cq_name) if cq_name else None
+        if cq is None or not info.spec.active:
+            info.cluster_queue = None
+            self.parked.add(info.key)
+            return
+        self.parked.discard(info.key)
+        info.cluster_queue = cq.name
+        cq.queue.push(info, self.shape_of[info.key])
+        self.nonempty.add(cq.name)
+
+    def cluster_queue_for(self, spec: WorkloadSpec) -> str | None:
+        lq = self.local_queues.get(f"{spec.namespace}/{spec.queue_name}")
+        if lq is None or lq.stop_policy != StopPolicy.NONE:
+            return None
+        return lq.cluster_queue
+
+    # --- transitions the owner reports ---------------------------------------------------
+
+    def finish_workload(self, key: str) -> None:
+        """A workload finished (or was deleted): release its quota and wake its cohort."""
+        info = self.workloads.get(key)
+        if info is None:
+            return
+        root = self._root_of(info.cluster_queue)
+        self.remove_workload(key)
+        self.requeue_inadmissible(root)
+
+    def evict_workload(self, key: str) -> None:
+        """Release a workload's quota and return it to pending (eviction by any cause)."""
+        info = self.workloads.get(key)
+        if info is None or info.admission is None:
+            return
+        root = self._root_of(info.cluster_queue)
+        self._detach(info)
+        info.admission = None
+        info.usage = {}
+        info.admitted_at = None
+        info.last_assignment = None
+        self._enqueue(info)
+        self.requeue_inadmissible(root)
+
+    def forget_admission(self, key: str) -> None:
+        """The owner could not persist an admission: undo it without waking anyone."""
+        info = self.workloads.get(key)
+        if info is None or info.admission is None:
+            return
+        self._detach(info)
+        info.admission = None
+        info.usage = {}
+        info.admitted_at = None
+        self._enqueue(info)
+
+    def record_admission(
+        self, info: WorkloadInfo, cq: ClusterQueueRuntime, admission: Admission, now: float
+    ) -> None:
+        """Assume an admission decided by a cycle (quota already added to the tree)."""
+        info.admission = admission
+        info.usage = usage_from_admission(admission)
+        info.admitted_at = now
+        info.cluster_queue = cq.name
+        info.message = ""
+        info.reason = ""
+        cq.workloads[info.key] = info
+        cq.admitted_count += 1
+
+    def _root_of(self, cq_name: str | None) -> str | None:
+        cq = self.cluster_queues.get(cq_name) if cq_name else None
+        if cq is None:
+            return None
+        return cq.node.root().name
+
+    def requeue_inadmissible(self, root: str | None, now: float = float("inf")) -> int:
+        """A freeing event in the tree rooted at `root` (a ClusterQueue or Cohort name):
+        inadmissible workloads there go back to their heaps."""
+        if root is None:
+            return 0
+        moved = 0
+        for cq in self.cluster_queues.values():
+            if cq.node.root().name == root and cq.queue.inadmissible:
+                moved += cq.queue.requeue_inadmissible(self.shape_of, now)
+                if cq.queue.active:
+                    self.nonempty.add(cq.name)
+        return moved
+
+    # --- structure -----------------------------------------------------------------------
+
+    def ensure_structure(self) -> None:
+        """Rebuild the quota tree and ClusterQueue statuses after configuration changes."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        self.cohorts = {}
+        for spec in self.cohort_specs.values():
+            self._cohort_node(spec.name)
+        for spec in list(self.cohort_specs.values()):
+            node = self.cohorts[spec.name]
+            if spec.parent:
+                parent = self._cohort_node(spec.parent)
+                node.parent = parent
+        cyclic = self._break_cycles()
+        for node in self.cohorts.values():
+            if node.parent is not None:
+                node.parent.children.append(node)
+        for cq in self.cluster_queues.values():
+            cq.node.parent = None
+            cq.node.children = []
+            cohort = cq.spec.cohort
+            if cohort:
+                parent = self._cohort_node(cohort)
+                cq.node.parent = parent
+                parent.children.append(cq.node)
+        for cq in self.cluster_queues.values():
+            cq.workloads = {}
+            cq.admitted_count = 0
+        for info in self.workloads.values():
+            if info.admission is not None:
+                info.cluster_queue = info.admission.cluster_queue
+                holder = self.cluster_queues.get(info.admission.cluster_queue)
+                if holder is not None:
+                    holder.workloads[info.key] = info
+                    holder.admitted_count += 1
+        own_usage = {name: self._own_usage(cq) for name, cq in self.cluster_queues.items()}
+        roots = [n for n in self.cohorts.values() if n.parent is None]
+        for root in roots:
+            recompute_tree(root, own_usage)
+        for cq in self.cluster_queues.values():
+            if cq.node.parent is None:
+                recompute_tree(cq.node, own_usage)
+            self._update_status(cq, cyclic)
+        for key in list(self.parked):
+            parked = self.workloads.get(key)
+            if parked is not None and parked.admission is None:
+                self._enqueue(parked)
+        for cq in self.cluster_queues.values():
+            for info in list(cq.queue.infos()):
+                if self.cluster_queue_for(info.spec) != cq.name or not info.spec.active:
+                    cq.queue.remove(info.key, self.shape_of[info.key])
+                    self._enqueue(info)
+
+    def _own_usage(self, cq: ClusterQueueRuntime) -> dict[FlavorResource, int]:
+        usage: dict[FlavorResource, int] = {}
+        for info in cq.workloads.values():
+            assert isinstance(info, WorkloadInfo)
+            for fr, value in info.usage.items():
+                usage[fr] = usage.get(fr, 0) + value
+        return usage
+
+    def _cohort_node(self, name: str) -> QuotaNode:
+        node = self.cohorts.get(name)
+        if node is None:
+            node = QuotaNode(name, is_cohort=True)
+            spec = self.cohort_specs.get(name)
+            if spec is not None:
+                node.quotas = quotas_of(spec.resource_groups)
+            self.cohorts[name] = node
+        return node
+
+    def _break_cycles(self) -> set[str]:
+        """Cohorts on or under a parent cycle; their links are cut so walks terminate."""
+        cyclic: set[str] = set()
+        for start in self.cohorts.values():
+            seen: list[QuotaNode] = []
+            node: QuotaNode | None = start
+            while node is not None and node not in seen:
+                seen.append(node)
+                node = node.parent
+            if node is not None:
+                cyclic.update(n.name for n in seen)
+        for name in cyclic:
+            self.cohorts[name].parent = None
+        return cyclic
+
+    def _update_status(self, cq: ClusterQueueRuntime, cyclic: set[str]) -> None:
+        reasons: list[tuple[str, str]] = []
+        if cq.spec.stop_policy != StopPolicy.NONE:
+            reasons.append(("Stopped", "is stopped"))
+        missing = [f for f in cq.flavor_names if f not in self.flavors]
+        if missing:
+            reasons.append(
+                ("FlavorNotFound", f"references missing ResourceFlavor(s): {','.join(missing)}")
+            )
+        checks = sorted({rule.name for rule in cq.spec.admission_checks})
+        missing_checks = [c for c in checks if c not in self.admission_checks]
+        if missing_checks:
+            reasons.append(
+                (
+                    "AdmissionCheckNotFound",
+                    f"references missing AdmissionCheck(s): {','.join(missing_checks)}",
+                )
+            )
+        inactive_checks = [
+            c for c in checks if c in self.admission_checks and not self.admission_checks[c].active
+        ]
+        if inactive_checks:
+            reasons.append(
+                (
+                    "AdmissionCheckInactive",
+                    f"references inactive AdmissionCheck(s): {','.join(inactive_checks)}",
+                )
+            )
+        cq.tas_flavors = {}
+        for name in cq.flavor_names:
+            flavor = self.flavors.get(name)
+            if flavor is not None and flavor.topology_name is not None:
+                cq.tas_flavors[name] = flavor.topology_name
+                if flavor.topology_name not in self.tas.topologies:
+                    reasons.append(
+                        (
+                            "TopologyNotFound",
+                            f'there is no Topology "{flavor.topology_name}" '
+                            f'for TAS flavor "{name}"',
+                        )
+                    )
+        cq.tas_only = bool(cq.flavor_names) and all(f in cq.tas_flavors for f in cq.flavor_names)
+        in_cycle = cq.spec.cohort is not None and cq.spec.cohort in cyclic
+        if reasons:
+            cq.active = False
+            cq.inactive_reason = reasons[0][0]
+            text = ", ".join(message for _, message in reasons)
+            cq.inactive_message = f"Can't admit new workloads: {text}."
+        elif in_cycle:
+            cq.active = False
+            cq.inactive_reason = "Unknown"
+            cq.inactive_message = "Can't admit new workloads."
+        else:
+            cq.active = True
+            cq.inactive_reason = "Ready"
+            cq.inactive_message = "Can admit new workloads"
+
+    # --- queries -------------------------------------------------------------------------
+
+    def blocker(self, info: WorkloadInfo) -> tuple[str, str] | None:
+        """Why a pending workload is not even in a ClusterQueue's queue, as Kueue says it."""
+        spec = info.spec
+        lq = self.local_queues.get(f"{spec.namespace}/{spec.queue_name}")
+        if lq is None:
+            return MISCONFIGURED, f"LocalQueue {spec.queue_name} doesn't exist"
+        if lq.stop_policy != StopPolicy.NONE:
+            return SUSPENDED, f"LocalQueue {spec.queue_name} is inactive"
+        cq = self.cluster_queues.get(lq.cluster_queue)
+        if cq is None:
+            return MISCONFIGURED, f"ClusterQueue {lq.cluster_queue} doesn't exist"
+        if not cq.active:
+            return SUSPENDED, f"ClusterQueue {cq.name} is inactive"
+        return None
+
+    def pending_workloads(self) -> Iterable[WorkloadInfo]:
+        return (info for info in self.workloads.values() if info.admission is None)
+
+    def cq_usage(self, name: str) -> Mapping[FlavorResource, int]:
+        cq = self.cluster_queues[name]
+        return cq.node.usage

@@ -1,0 +1,134 @@
+"""Topology-aware scheduling (TAS): Kueue's placement of a podset's pods in topology domains.
+
+Pure functions over plain, immutable data; no Kubernetes models, no I/O, no clock. The engine's
+flavor assigner calls it for flavors with ``spec.topologyName``.
+
+How the engine uses it
+----------------------
+1. Per TAS flavor and cycle, build a snapshot from the Topology levels (node label keys, highest
+   first), the nodes converted to :class:`TASNode` (allocatable in Kueue units: cpu millicores,
+   memory bytes, ``pods`` count; ``ready``, ``unschedulable``, ``taints``) and the flavor's
+   ``nodeLabels`` and ``tolerations``::
+
+       snap = build_snapshot(levels, nodes, flavor.node_labels, flavor_tolerations,
+                             topology_name=flavor.topology_name,
+                             non_tas_usage={"node-a": {"cpu": 500, "pods": 1}})
+
+   Then add every admitted TAS podset's assignment (decode the Workload status with
+   :func:`from_v1beta2`)::
+
+       snap = snap.with_usage(assignment, per_pod_requests)
+
+   Snapshots are immutable: ``with_usage``/``without_usage``/``with_non_tas_usage`` return new
+   ones sharing the unchanged parts.
+
+2. For a workload, build one :class:`PodSetTASRequest` per TAS podset on this flavor
+   (``count`` after partial admission, ``per_pod`` without ``pods``, ``topology`` from
+   ``topologyRequest`` via :meth:`TopologyRequest.from_fields`, or ``topology=None,
+   implied=True`` for a podset without one in a TAS-only ClusterQueue), then::
+
+       outcome = find_assignments(snap, requests)          # FlavorPlacement
+       if outcome.failure: pending message = outcome.failure.reason  (Kueue's words)
+       else: outcome.assignments[podset_name] -> TopologyAssignment
+
+   For preemption, ``simulate_empty=True`` asks "would it fit with no TAS workload at all".
+   A workload whose podsets landed on several TAS flavors goes through
+   :func:`find_assignments_for_workload` (flavors by name; on hostname-leaf topologies what one
+   flavor places counts against the next, as Kueue's TASHandleOverlappingFlavors does).
+   :func:`has_level` is Kueue's check that a flavor has the requested levels ("Flavor %q does
+   not contain the requested level").
+
+   Kueue's flavor assigner: when quota says Fit, place on the snapshot; a failure turns the
+   podset into Preempt with ``failure.reason`` as its message. When Preempt, place with
+   ``simulate_empty=True``; a failure there is NoFit (QuotaReserved reason
+   TopologyPlacementFailed).
+
+   Flavors sharing nodes (hostname lowest level): add every admitted TAS assignment of every
+   such flavor to each of their snapshots; ``with_usage`` ignores nodes a flavor lacks.
+
+3. Write ``to_v1beta2(assignment)`` into ``podSetAssignments[].topologyAssignment`` (exactly
+   Kueue's compact form) and print ``to_expanded(assignment)`` in ``mkq simulate``. After
+   admitting, ``snap = snap.with_usage(assignment, per_pod)`` so later workloads see it.
+
+From ``kueue_api`` objects, :mod:`worker_agent.engine.tas.from_api` converts: ``tas_node(Node)``
+(Ready condition, cordon, taints, allocatable in Kueue units), ``tas_toleration``,
+``tas_topology_request(PodSetTopologyRequest)``, ``tas_required_affinity(Affinity)``, and
+``assignment_to_api``/``assignment_from_api`` for ``podSetAssignments[].topologyAssignment``.
+It is a separate module so the placement code never depends on the models.
+
+Semantics follow Kueue 0.20 defaults (TASProfileMixed on: unconstrained uses LeastFreeCapacity;
+TASBalancedPlacement, TASRespectNodeAffinityPreferred off; multi-layer slices on). Not covered:
+failed-node replacement, elastic workload slices, balanced placement.
+"""
+
+from worker_agent.engine.tas.assignment import (
+    DomainAssignment,
+    FlavorPlacement,
+    PlacementFailure,
+    TopologyAssignment,
+)
+from worker_agent.engine.tas.encoding import (
+    EncodingError,
+    from_expanded,
+    from_v1beta2,
+    to_expanded,
+    to_v1beta2,
+)
+from worker_agent.engine.tas.nodes import (
+    HOSTNAME_LABEL,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Taint,
+    TASNode,
+    Toleration,
+)
+from worker_agent.engine.tas.placement import (
+    find_assignment,
+    find_assignments,
+    find_assignments_for_workload,
+    has_level,
+)
+from worker_agent.engine.tas.requests import PodSetTASRequest, SliceLayer, TopologyRequest
+from worker_agent.engine.tas.snapshot import (
+    Resources,
+    TASFlavorSnapshot,
+    TopologyDomainTree,
+    TopologyError,
+    build_snapshot,
+    build_tree,
+    domain_id,
+    usage_per_leaf,
+)
+
+__all__ = [
+    "HOSTNAME_LABEL",
+    "DomainAssignment",
+    "EncodingError",
+    "FlavorPlacement",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "PlacementFailure",
+    "PodSetTASRequest",
+    "Resources",
+    "SliceLayer",
+    "TASFlavorSnapshot",
+    "TASNode",
+    "Taint",
+    "Toleration",
+    "TopologyAssignment",
+    "TopologyDomainTree",
+    "TopologyError",
+    "TopologyRequest",
+    "build_snapshot",
+    "build_tree",
+    "domain_id",
+    "find_assignment",
+    "find_assignments",
+    "find_assignments_for_workload",
+    "from_expanded",
+    "from_v1beta2",
+    "has_level",
+    "to_expanded",
+    "to_v1beta2",
+    "usage_per_leaf",
+]

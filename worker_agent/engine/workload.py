@@ -1,0 +1,115 @@
+"""A workload inside the engine: its spec, its totals, and where it stands.
+
+`WorkloadInfo` is mutable engine bookkeeping (queue position, last flavor scan, pending
+message); the spec it wraps is frozen. Totals follow Kueue's workload.Info: per podSet, the
+per-pod requests times the count, floored at zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from worker_agent.engine.model import Admission, FlavorResource, PodSetSpec, WorkloadSpec
+
+
+@dataclass(slots=True)
+class LastAssignment:
+    """Where the flavor scan of the last attempt stopped (Kueue's
+    AssignmentClusterQueueState), so the next attempt resumes after it."""
+
+    tried: list[dict[str, int]]
+    generation: int
+    cycle: int
+
+    def pending_flavors(self) -> bool:
+        return any(idx != -1 for per_ps in self.tried for idx in per_ps.values())
+
+    def next_flavor(self, pod_set: int, resource: str) -> int:
+        if pod_set >= len(self.tried):
+            return 0
+        idx = self.tried[pod_set].get(resource)
+        return 0 if idx is None else idx + 1
+
+
+def scaled(per_pod: Mapping[str, int], count: int) -> dict[str, int]:
+    return {res: max(0, value) * count for res, value in per_pod.items()}
+
+
+def usage_from_admission(admission: Admission) -> dict[FlavorResource, int]:
+    usage: dict[FlavorResource, int] = {}
+    for psa in admission.pod_sets:
+        for res, value in psa.resource_usage.items():
+            flavor = psa.flavors.get(res)
+            if flavor is None or value == 0:
+                continue
+            usage[(flavor, res)] = usage.get((flavor, res), 0) + value
+    return usage
+
+
+def scheduling_hash(spec: WorkloadSpec) -> tuple[object, ...]:
+    """Kueue's scheduling equivalence class: workloads with the same shape and priority get
+    the same flavor assignment against the same state."""
+    return (
+        spec.priority,
+        tuple(_pod_set_shape(ps) for ps in spec.pod_sets),
+    )
+
+
+def _pod_set_shape(ps: PodSetSpec) -> tuple[object, ...]:
+    return (
+        ps.name,
+        ps.count,
+        ps.min_count,
+        tuple(sorted(ps.per_pod.items())),
+        tuple(sorted(ps.node_selector.items())),
+        ps.affinity_terms,
+        ps.tolerations,
+        ps.topology_request,
+    )
+
+
+class WorkloadInfo:
+    """Engine bookkeeping for one workload."""
+
+    __slots__ = (
+        "admission",
+        "admitted_at",
+        "cluster_queue",
+        "evictions",
+        "last_assignment",
+        "message",
+        "order_key",
+        "reason",
+        "shape",
+        "spec",
+        "usage",
+    )
+
+    def __init__(self, spec: WorkloadSpec) -> None:
+        self.spec = spec
+        self.cluster_queue: str | None = None
+        self.admission: Admission | None = spec.admission
+        self.admitted_at: float | None = spec.admitted_at
+        self.usage: dict[FlavorResource, int] = (
+            usage_from_admission(spec.admission) if spec.admission else {}
+        )
+        self.last_assignment: LastAssignment | None = None
+        self.message = ""
+        self.reason = ""
+        self.evictions: list[tuple[str, str]] = []
+        self.shape = scheduling_hash(spec)
+        self.order_key = (-spec.priority, spec.order_time, spec.uid, spec.key)
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+    @property
+    def has_quota(self) -> bool:
+        return self.admission is not None
+
+    def can_be_partially_admitted(self) -> bool:
+        return any(
+            ps.min_count is not None and ps.count > ps.min_count for ps in self.spec.pod_sets
+        )

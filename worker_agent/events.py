@@ -1,0 +1,106 @@
+"""Kubernetes Events for what the agent does (admissions, preemptions, failures).
+
+Events are best effort: they are queued and posted by one background task, so a slow or
+failing API server never delays a reconcile, and a full queue drops the oldest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import deque
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from worker_agent.conditions import rfc3339
+from worker_agent.kube_client import ApiError, KubeClient
+from worker_agent.resources import EVENTS
+
+log = logging.getLogger(__name__)
+
+JsonObject = dict[str, Any]
+COMPONENT = "mkq-agent"
+
+
+def build_event(
+    obj: JsonObject, event_type: str, reason: str, message: str, now: datetime
+) -> JsonObject:
+    """A core/v1 Event about `obj` (in its namespace, or `default` for cluster-scoped objects)."""
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace") or "default"
+    stamp = rfc3339(now)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
+            "namespace": namespace,
+        },
+        "involvedObject": {
+            "apiVersion": obj.get("apiVersion", ""),
+            "kind": obj.get("kind", ""),
+            "name": meta.get("name", ""),
+            "namespace": meta.get("namespace", ""),
+            "uid": meta.get("uid", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        },
+        "type": event_type,
+        "reason": reason,
+        "message": message[:1024],
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+class EventRecorder:
+    """Queues events and posts them from one owned task."""
+
+    def __init__(
+        self, client: KubeClient, clock: Callable[[], datetime], capacity: int = 2000
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._pending: deque[JsonObject] = deque(maxlen=capacity)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.posted = 0
+
+    def normal(self, obj: JsonObject, reason: str, message: str) -> None:
+        self._queue(obj, "Normal", reason, message)
+
+    def warning(self, obj: JsonObject, reason: str, message: str) -> None:
+        self._queue(obj, "Warning", reason, message)
+
+    def _queue(self, obj: JsonObject, event_type: str, reason: str, message: str) -> None:
+        self._pending.append(build_event(obj, event_type, reason, message, self._clock()))
+        self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="event-recorder")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._pending:
+                event = self._pending.popleft()
+                try:
+                    await self._client.create(EVENTS, event)
+                    self.posted += 1
+                except (ApiError, OSError) as error:
+                    log.debug("event %s not posted: %s", event["reason"], error)
+                except Exception:
+                    log.exception("event %s not posted", event["reason"])

@@ -1,0 +1,139 @@
+"""The small interface a job kind implements to be queued and admitted (jobframework's GenericJob).
+
+Every method is pure: it reads a job's JSON or returns a modified copy. The generic job
+reconciler does the I/O, so a new kind is one module and its rules are unit-tested alone.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from worker_agent.resources import ResourceType
+
+JsonObject = dict[str, Any]
+
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
+@dataclass(frozen=True)
+class PodSetInfo:
+    """What admission adds to one podSet's pod template: the flavors' placement, and its count."""
+
+    name: str
+    count: int
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[JsonObject, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Finish:
+    """A job's end: success or failure, with the job's own message."""
+
+    succeeded: bool
+    message: str
+
+    @property
+    def state(self) -> str:
+        return "Succeeded" if self.succeeded else "Failed"
+
+
+class JobIntegration(Protocol):
+    """One job kind. `job` arguments are Kubernetes JSON; results are new objects."""
+
+    resource: ResourceType
+
+    def queue_name(self, job: JsonObject) -> str | None: ...
+
+    def prebuilt_workload_name(self, job: JsonObject) -> str | None: ...
+
+    def is_managed(self, job: JsonObject) -> bool:
+        """False for jobs another controller runs (e.g. the manager's MultiKueue copies)."""
+        ...
+
+    def priority_class_name(self, job: JsonObject) -> str | None: ...
+
+    def pod_sets(self, job: JsonObject) -> list[JsonObject]:
+        """The Workload's podSets for this job, in Workload JSON."""
+        ...
+
+    def is_suspended(self, job: JsonObject) -> bool: ...
+
+    def is_active(self, job: JsonObject) -> bool:
+        """True while the job still has running pods (quota is released only after)."""
+        ...
+
+    def finished(self, job: JsonObject) -> Finish | None: ...
+
+    def suspend(self, job: JsonObject) -> JsonObject:
+        """A copy that is suspended, template untouched (before any admission)."""
+        ...
+
+    def run(self, job: JsonObject, infos: Sequence[PodSetInfo]) -> JsonObject:
+        """A copy unsuspended with admission's placement injected into its templates."""
+        ...
+
+    def restore(self, job: JsonObject, original_pod_sets: Sequence[JsonObject]) -> JsonObject:
+        """A copy with its templates as the Workload's originals (a suspended job only, since
+        Kubernetes lets a template change only while the job is suspended)."""
+        ...
+
+
+def labels_of(obj: JsonObject) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def annotations_of(obj: JsonObject) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def label_or_annotation(obj: JsonObject, name: str) -> str | None:
+    return labels_of(obj).get(name) or annotations_of(obj).get(name) or None
+
+
+def merge_into_template(template: JsonObject, info: PodSetInfo) -> JsonObject:
+    """A copy of a pod template with a podSet's placement merged in (podset.Merge)."""
+    result = copy.deepcopy(template)
+    metadata = result.setdefault("metadata", {})
+    spec = result.setdefault("spec", {})
+    if info.labels:
+        metadata["labels"] = {**(metadata.get("labels") or {}), **info.labels}
+    if info.annotations:
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), **info.annotations}
+    if info.node_selector:
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **info.node_selector}
+    if info.tolerations:
+        tolerations = list(spec.get("tolerations") or [])
+        for toleration in info.tolerations:
+            if toleration not in tolerations:
+                tolerations.append(dict(toleration))
+        spec["tolerations"] = tolerations
+    return result
+
+
+def restore_template(template: JsonObject, original: JsonObject) -> JsonObject:
+    """A copy of a pod template with the fields admission touches put back as they were."""
+    result = copy.deepcopy(template)
+    metadata = result.setdefault("metadata", {})
+    spec = result.setdefault("spec", {})
+    original_metadata = original.get("metadata") or {}
+    original_spec = original.get("spec") or {}
+    for key, source in (("labels", original_metadata), ("annotations", original_metadata)):
+        _put_or_drop(metadata, key, source.get(key))
+    for key in ("nodeSelector", "tolerations"):
+        _put_or_drop(spec, key, original_spec.get(key))
+    return result
+
+
+def _put_or_drop(target: JsonObject, key: str, value: Any) -> None:
+    if value:
+        target[key] = copy.deepcopy(value)
+    else:
+        target.pop(key, None)

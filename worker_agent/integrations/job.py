@@ -1,0 +1,126 @@
+"""batch/v1 Job: one podSet `main` whose count is the Job's parallelism (capped by completions)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+from worker_agent.integrations.base import (
+    MULTIKUEUE_CONTROLLER,
+    PREBUILT_WORKLOAD_LABEL,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    Finish,
+    JsonObject,
+    PodSetInfo,
+    label_or_annotation,
+    labels_of,
+    merge_into_template,
+    restore_template,
+)
+from worker_agent.resources import JOBS
+
+# Labels the Job controller adds to pod templates. The job-name label stays in the podSet; all
+# of them survive a restore, since the Job's selector depends on them.
+_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+_MANAGED_TEMPLATE_LABELS = (
+    "batch.kubernetes.io/controller-uid",
+    _JOB_NAME_LABEL,
+    "controller-uid",
+    "job-name",
+)
+_STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
+
+
+class BatchJobIntegration:
+    """The Job kind of batch/v1."""
+
+    resource = JOBS
+
+    def queue_name(self, job: JsonObject) -> str | None:
+        return labels_of(job).get(QUEUE_NAME_LABEL) or None
+
+    def prebuilt_workload_name(self, job: JsonObject) -> str | None:
+        return label_or_annotation(job, PREBUILT_WORKLOAD_LABEL)
+
+    def is_managed(self, job: JsonObject) -> bool:
+        if (job.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
+            return False
+        return self.queue_name(job) is not None or self.prebuilt_workload_name(job) is not None
+
+    def priority_class_name(self, job: JsonObject) -> str | None:
+        return labels_of(job).get(PRIORITY_CLASS_LABEL) or None
+
+    def pods_count(self, job: JsonObject) -> int:
+        spec = job.get("spec") or {}
+        parallelism = spec.get("parallelism")
+        count = 1 if parallelism is None else int(parallelism)
+        completions = spec.get("completions")
+        if completions is not None and int(completions) < count:
+            count = int(completions)
+        return count
+
+    def pod_sets(self, job: JsonObject) -> list[JsonObject]:
+        template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
+        metadata = template.get("metadata") or {}
+        labels = {
+            key: value
+            for key, value in (metadata.get("labels") or {}).items()
+            if key not in _MANAGED_TEMPLATE_LABELS or key == _JOB_NAME_LABEL
+        }
+        # A Workload's podSet template keeps only labels and annotations of the metadata.
+        kept: JsonObject = {}
+        if labels:
+            kept["labels"] = labels
+        if metadata.get("annotations"):
+            kept["annotations"] = dict(metadata["annotations"])
+        template["metadata"] = kept
+        return [{"name": "main", "count": self.pods_count(job), "template": template}]
+
+    def is_suspended(self, job: JsonObject) -> bool:
+        return bool((job.get("spec") or {}).get("suspend"))
+
+    def is_active(self, job: JsonObject) -> bool:
+        return int((job.get("status") or {}).get("active") or 0) > 0
+
+    def finished(self, job: JsonObject) -> Finish | None:
+        for condition in (job.get("status") or {}).get("conditions") or []:
+            if condition.get("status") != "True":
+                continue
+            if condition.get("type") in ("Complete", "Failed"):
+                return Finish(condition["type"] == "Complete", str(condition.get("message", "")))
+        return None
+
+    def suspend(self, job: JsonObject) -> JsonObject:
+        result = copy.deepcopy(job)
+        result.setdefault("spec", {})["suspend"] = True
+        return result
+
+    def run(self, job: JsonObject, infos: Sequence[PodSetInfo]) -> JsonObject:
+        if len(infos) != 1:
+            raise ValueError(f"a Job has one podSet, the admission has {len(infos)}")
+        result = copy.deepcopy(job)
+        spec = result.setdefault("spec", {})
+        spec["suspend"] = False
+        spec["template"] = merge_into_template(spec.get("template") or {}, infos[0])
+        annotations = (result.get("metadata") or {}).get("annotations") or {}
+        annotations.pop(_STOPPING_ANNOTATION, None)
+        return result
+
+    def restore(self, job: JsonObject, original_pod_sets: Sequence[JsonObject]) -> JsonObject:
+        result = copy.deepcopy(job)
+        if not original_pod_sets:
+            return result
+        spec = result.setdefault("spec", {})
+        template = spec.get("template") or {}
+        managed = {
+            key: value
+            for key, value in ((template.get("metadata") or {}).get("labels") or {}).items()
+            if key in _MANAGED_TEMPLATE_LABELS
+        }
+        restored = restore_template(template, original_pod_sets[0].get("template") or {})
+        if managed:
+            metadata = restored.setdefault("metadata", {})
+            metadata["labels"] = {**(metadata.get("labels") or {}), **managed}
+        spec["template"] = restored
+        return result

@@ -1,0 +1,124 @@
+"""JobSet (jobset.x-k8s.io/v1alpha2): one podSet per replicated job, count = replicas x pods."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+from worker_agent.integrations.base import (
+    MULTIKUEUE_CONTROLLER,
+    PREBUILT_WORKLOAD_LABEL,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    Finish,
+    JsonObject,
+    PodSetInfo,
+    label_or_annotation,
+    labels_of,
+    merge_into_template,
+    restore_template,
+)
+from worker_agent.resources import JOBSETS
+
+
+def _pods_per_replica(job_spec: JsonObject) -> int:
+    parallelism = job_spec.get("parallelism")
+    count = 1 if parallelism is None else int(parallelism)
+    completions = job_spec.get("completions")
+    if completions is not None and int(completions) < count:
+        count = int(completions)
+    return count
+
+
+class JobSetIntegration:
+    """The JobSet kind; templates live at spec.replicatedJobs[i].template.spec.template."""
+
+    resource = JOBSETS
+
+    def queue_name(self, job: JsonObject) -> str | None:
+        return labels_of(job).get(QUEUE_NAME_LABEL) or None
+
+    def prebuilt_workload_name(self, job: JsonObject) -> str | None:
+        return label_or_annotation(job, PREBUILT_WORKLOAD_LABEL)
+
+    def is_managed(self, job: JsonObject) -> bool:
+        if (job.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
+            return False
+        return self.queue_name(job) is not None or self.prebuilt_workload_name(job) is not None
+
+    def priority_class_name(self, job: JsonObject) -> str | None:
+        return labels_of(job).get(PRIORITY_CLASS_LABEL) or None
+
+    @staticmethod
+    def _replicated(job: JsonObject) -> list[JsonObject]:
+        return list((job.get("spec") or {}).get("replicatedJobs") or [])
+
+    def pod_sets(self, job: JsonObject) -> list[JsonObject]:
+        pod_sets = []
+        for replicated in self._replicated(job):
+            job_spec = (replicated.get("template") or {}).get("spec") or {}
+            template = copy.deepcopy(job_spec.get("template") or {})
+            metadata = template.get("metadata") or {}
+            template["metadata"] = {
+                k: dict(v) for k, v in metadata.items() if k in ("labels", "annotations") and v
+            }
+            replicas = int(replicated.get("replicas", 1))
+            pod_sets.append(
+                {
+                    "name": replicated.get("name", "main"),
+                    "count": replicas * _pods_per_replica(job_spec),
+                    "template": template,
+                }
+            )
+        return pod_sets
+
+    def is_suspended(self, job: JsonObject) -> bool:
+        return bool((job.get("spec") or {}).get("suspend"))
+
+    def is_active(self, job: JsonObject) -> bool:
+        statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
+        return any(int(s.get("active") or 0) > 0 for s in statuses)
+
+    def finished(self, job: JsonObject) -> Finish | None:
+        for condition in (job.get("status") or {}).get("conditions") or []:
+            if condition.get("status") != "True":
+                continue
+            if condition.get("type") in ("Completed", "Failed"):
+                succeeded = condition["type"] == "Completed"
+                return Finish(succeeded, str(condition.get("message", "")))
+        return None
+
+    def suspend(self, job: JsonObject) -> JsonObject:
+        result = copy.deepcopy(job)
+        result.setdefault("spec", {})["suspend"] = True
+        return result
+
+    def _templates(self, job: JsonObject) -> list[JsonObject]:
+        """The pod template dicts of a (copied) JobSet, in replicated-job order."""
+        return [
+            r.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
+            for r in self._replicated(job)
+        ]
+
+    def run(self, job: JsonObject, infos: Sequence[PodSetInfo]) -> JsonObject:
+        result = copy.deepcopy(job)
+        templates = self._templates(result)
+        if len(infos) != len(templates):
+            raise ValueError(f"a JobSet has {len(templates)} podSets, admission {len(infos)}")
+        result["spec"]["suspend"] = False
+        for replicated, info in zip(self._replicated(result), infos, strict=True):
+            job_spec = replicated["template"]["spec"]
+            job_spec["template"] = merge_into_template(job_spec["template"], info)
+        return result
+
+    def restore(self, job: JsonObject, original_pod_sets: Sequence[JsonObject]) -> JsonObject:
+        result = copy.deepcopy(job)
+        replicated = self._replicated(result)
+        if len(original_pod_sets) != len(replicated):
+            return result
+        for entry, original in zip(replicated, original_pod_sets, strict=True):
+            job_spec = entry.setdefault("template", {}).setdefault("spec", {})
+            job_spec["template"] = restore_template(
+                job_spec.get("template") or {}, original.get("template") or {}
+            )
+        return result

@@ -1,0 +1,402 @@
+"""The scheduling loop: informer changes in, engine cycles, admissions and evictions out.
+
+Changes are batched: a cycle starts shortly after the first change and takes every change
+that arrived meanwhile. The engine state is touched only on one worker thread, one cycle at a
+time, so the engine always sees a consistent picture and never blocks the event loop. Writes
+run concurrently (bounded) while the next cycle computes; the engine has already assumed its
+admissions, and a write that fails hands the admission back at the start of the next cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from worker_agent import workloads as wl
+from worker_agent.cache import Change
+from worker_agent.conditions import find_condition, parse_time, set_condition
+from worker_agent.engine import (
+    Admission,
+    AdmissionDecision,
+    CycleResult,
+    Eviction,
+    admission_to_api,
+    schedule,
+)
+from worker_agent.engine_feed import EngineFeed
+from worker_agent.events import EventRecorder
+from worker_agent.informers import InformerSet
+from worker_agent.metrics import AgentMetrics
+from worker_agent.queue_status import (
+    capacity_summary,
+    cluster_queue_statuses,
+    local_queue_statuses,
+)
+from worker_agent.reporter import Reporter
+from worker_agent.resources import (
+    ADMISSION_CHECKS,
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    NODES,
+    WORKLOADS,
+    ResourceType,
+)
+from worker_agent.writer import ObjectWriter
+
+log = logging.getLogger(__name__)
+
+JsonObject = dict[str, Any]
+
+
+def admission_json(admission: Admission) -> JsonObject:
+    """status.admission as Kueue writes it (topology assignments in the compact v1beta2 form)."""
+    model = admission_to_api(admission)
+    result: JsonObject = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return result
+
+
+_ENGINE_CONDITIONS = ("QuotaReserved", "Evicted", "Requeued", "Finished")
+
+
+def engine_view(rt: ResourceType, obj: JsonObject) -> object:
+    """The part of an object the engine reads; equal views need no engine update."""
+    meta = obj.get("metadata") or {}
+    if rt == ADMISSION_CHECKS:
+        return (obj.get("spec"), obj.get("status"))
+    if rt == NODES:
+        status = obj.get("status") or {}
+        return (obj.get("spec"), meta.get("labels"), status.get("allocatable"))
+    if rt != WORKLOADS:
+        return (obj.get("spec"), obj.get("value"), meta.get("labels"), meta.get("name"))
+    status = obj.get("status") or {}
+    conditions = tuple(
+        (c.get("type"), c.get("status"), c.get("reason") if c.get("type") == "Evicted" else None)
+        for c in status.get("conditions") or []
+        if c.get("type") in _ENGINE_CONDITIONS
+    )
+    return (obj.get("spec"), status.get("admission"), status.get("requeueState"), conditions)
+
+
+@dataclass
+class _CycleOutput:
+    result: CycleResult
+    admissions: list[tuple[AdmissionDecision, bool]] = field(default_factory=list)
+    cq_status: dict[str, JsonObject] | None = None
+    lq_status: dict[str, JsonObject] | None = None
+    capacity: list[JsonObject] | None = None
+    pending_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    invalid: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class SchedulingLoop:
+    """Runs engine cycles on demand and applies their decisions to the cluster."""
+
+    def __init__(
+        self,
+        informers: InformerSet,
+        writer: ObjectWriter,
+        recorder: EventRecorder,
+        metrics: AgentMetrics,
+        clock: Callable[[], datetime],
+        reporter: Reporter | None = None,
+        parallelism: int = 16,
+        batch_delay: float = 0.02,
+        status_interval: float = 1.0,
+    ) -> None:
+        self._informers = informers
+        self._writer = writer
+        self._recorder = recorder
+        self._metrics = metrics
+        self._clock = clock
+        self._reporter = reporter
+        self._batch_delay = batch_delay
+        self._status_interval = status_interval
+        self._feed = EngineFeed()
+        self._changes: list[tuple[ResourceType, Change]] = []
+        self._forget: list[str] = []
+        self._in_flight: set[str] = set()
+        self._writes: set[asyncio.Task[None]] = set()
+        self._limit = asyncio.Semaphore(parallelism)
+        self._wake = asyncio.Event()
+        self._last_status = 0.0
+        self._status_stale = True
+        self.capacity: list[JsonObject] = []
+        self.cycles = 0
+
+    def on_change(self, rt: ResourceType, change: Change) -> None:
+        """Informer handler: remember the change and ask for a cycle.
+
+        Changes the engine cannot see (status written by us, resourceVersion bumps) are
+        dropped here, so our own writes do not start cycles."""
+        old, new = change.old, change.new
+        if old is not None and new is not None and engine_view(rt, old) == engine_view(rt, new):
+            return
+        self._changes.append((rt, change))
+        self._wake.set()
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._changes or self._writes or self._wake.is_set())
+
+    async def run(self) -> None:
+        """Cycle until cancelled; outstanding writes are cancelled with it."""
+        continuing = False
+        try:
+            while True:
+                timeout = None
+                if self._status_stale:
+                    since = time.monotonic() - self._last_status
+                    timeout = max(0.0, self._status_interval - since)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+                self._wake.clear()
+                if self._batch_delay and not continuing:
+                    # Coming out of idle: let a burst of changes land in one cycle.
+                    await asyncio.sleep(self._batch_delay)
+                changes, self._changes = self._changes, []
+                forget, self._forget = self._forget, []
+                in_flight = frozenset(self._in_flight)
+                now = self._clock()
+                status_due = (
+                    self._status_stale
+                    and time.monotonic() - self._last_status >= self._status_interval
+                )
+                output = await asyncio.to_thread(
+                    self._cycle, changes, forget, in_flight, now, status_due
+                )
+                self.cycles += 1
+                if changes or forget or output.result.admissions or output.result.evictions:
+                    self._status_stale = True
+                if status_due:
+                    self._last_status = time.monotonic()
+                    self._status_stale = False
+                self._apply(output, now)
+                continuing = not output.result.idle
+                if continuing:
+                    self._wake.set()
+        finally:
+            for task in list(self._writes):
+                task.cancel()
+            await asyncio.gather(*self._writes, return_exceptions=True)
+
+    # --- worker thread ---------------------------------------------------------------------
+
+    def _cycle(
+        self,
+        changes: list[tuple[ResourceType, Change]],
+        forget: list[str],
+        in_flight: frozenset[str],
+        now: datetime,
+        status_due: bool,
+    ) -> _CycleOutput:
+        started = time.perf_counter()
+        feed = self._feed
+        for key in forget:
+            feed.state.forget_admission(key)
+        for rt, change in changes:
+            feed.apply(rt, change, in_flight)
+        result = schedule(feed.state, now.timestamp())
+        output = _CycleOutput(result)
+        for decision in result.admissions:
+            cq = feed.state.cluster_queues.get(decision.cluster_queue)
+            checks_ready = cq is None or not cq.spec.admission_checks
+            output.admissions.append((decision, checks_ready))
+        if status_due:
+            output.cq_status = cluster_queue_statuses(feed.state)
+            output.lq_status = local_queue_statuses(feed.state)
+            output.capacity = capacity_summary(feed.state)
+            for name, cq in feed.state.cluster_queues.items():
+                active = len(cq.queue.active)
+                output.pending_counts[name] = (active, len(cq.queue) - active)
+        output.invalid = dict(feed.invalid)
+        output.seconds = time.perf_counter() - started
+        return output
+
+    # --- event loop: apply decisions -------------------------------------------------------
+
+    def _apply(self, output: _CycleOutput, now: datetime) -> None:
+        result = output.result
+        outcome = "success" if result.admissions else "inadmissible"
+        if result.heads:
+            self._metrics.admission_attempts.labels(outcome).inc()
+            self._metrics.admission_attempt_duration.labels(outcome).observe(output.seconds)
+        for decision, checks_ready in output.admissions:
+            self._in_flight.add(decision.key)
+            self._spawn(self._write_admission(decision, checks_ready, now))
+        for pending in result.pending:
+            self._spawn(self._write_pending(pending.key, pending.reason, pending.message, now))
+        for key, message in output.invalid.items():
+            self._spawn(self._write_pending(key, "Misconfigured", message, now))
+        for eviction in result.evictions:
+            self._spawn(self._write_eviction(eviction, now))
+        if output.capacity is not None:
+            self.capacity = output.capacity
+        for name, (active, inadmissible) in output.pending_counts.items():
+            self._metrics.pending_workloads.labels(name, "active").set(active)
+            self._metrics.pending_workloads.labels(name, "inadmissible").set(inadmissible)
+        if output.cq_status is not None:
+            for name, desired in output.cq_status.items():
+                self._update_metrics_for_cq(name, desired)
+                self._spawn(self._write_queue_status(CLUSTER_QUEUES, name, desired, now))
+        if output.lq_status is not None:
+            for key, desired in output.lq_status.items():
+                self._spawn(self._write_queue_status(LOCAL_QUEUES, key, desired, now))
+
+    def _spawn(self, coroutine: Any) -> None:
+        task = asyncio.create_task(self._bounded(coroutine))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _bounded(self, coroutine: Any) -> None:
+        async with self._limit:
+            try:
+                await coroutine
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("write failed: %s", error)
+                log.debug("traceback", exc_info=True)
+
+    async def _write_admission(
+        self, decision: AdmissionDecision, checks_ready: bool, now: datetime
+    ) -> None:
+        admission = admission_json(decision.admission)
+        written: JsonObject | None = None
+        try:
+            written = await self._writer.update(
+                WORKLOADS,
+                decision.key,
+                lambda w: wl.admit(w, admission, checks_ready, now),
+                status=True,
+            )
+        finally:
+            self._in_flight.discard(decision.key)
+            if written is None:
+                # Not persisted (gone, already admitted elsewhere, or an error): hand it back.
+                self._forget.append(decision.key)
+                self._wake.set()
+        if written is not None:
+            self._observe_admission(written, decision, checks_ready, now)
+
+    def _observe_admission(
+        self, workload: JsonObject, decision: AdmissionDecision, checks_ready: bool, now: datetime
+    ) -> None:
+        cq = decision.cluster_queue
+        priority_class = str(
+            ((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
+        )
+        created = parse_time((workload.get("metadata") or {}).get("creationTimestamp"))
+        requeued = find_condition(workload, wl.REQUEUED)
+        if requeued is not None and requeued.get("status") == "True":
+            created = parse_time(requeued.get("lastTransitionTime")) or created
+        wait = max(0.0, (now - created).total_seconds()) if created else 0.0
+        self._metrics.quota_reserved_workloads.labels(cq, priority_class).inc()
+        self._metrics.quota_reserved_wait_time.labels(cq, priority_class).observe(wait)
+        self._recorder.normal(
+            workload,
+            "QuotaReserved",
+            f"Quota reserved in ClusterQueue {cq}, wait time since queued was {wait:.0f}s",
+        )
+        if checks_ready:
+            self._metrics.admitted_workloads.labels(cq, priority_class).inc()
+            self._metrics.admission_wait_time.labels(cq, priority_class).observe(wait)
+            self._recorder.normal(
+                workload,
+                "Admitted",
+                f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s",
+            )
+        if self._reporter is not None:
+            self._reporter.admitted(workload)
+
+    async def _write_pending(self, key: str, reason: str, message: str, now: datetime) -> None:
+        await self._writer.update(
+            WORKLOADS, key, lambda w: wl.set_pending(w, reason, message, now), status=True
+        )
+
+    async def _write_eviction(self, eviction: Eviction, now: datetime) -> None:
+        written = await self._writer.update(
+            WORKLOADS,
+            eviction.key,
+            lambda w: wl.evict(
+                w, eviction.reason, eviction.message, now, eviction.preemption_reason
+            ),
+            status=True,
+        )
+        if written is None:
+            return
+        cq = wl.cluster_queue_of(written) or ""
+        priority_class = str(
+            ((written.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
+        )
+        self._metrics.evicted_workloads.labels(cq, eviction.reason, "", priority_class).inc()
+        if eviction.preemption_reason is not None:
+            preemptor_cq = cq
+            self._metrics.preempted_workloads.labels(preemptor_cq, eviction.preemption_reason).inc()
+            self._recorder.normal(written, "Preempted", eviction.message)
+        else:
+            self._recorder.normal(written, "EvictedDueTo" + eviction.reason, eviction.message)
+        if self._reporter is not None:
+            self._reporter.evicted(written, eviction.reason)
+
+    def _update_metrics_for_cq(self, name: str, desired: JsonObject) -> None:
+        cq = self._feed.state.cluster_queues.get(name)
+        cohort = (cq.spec.cohort or "") if cq is not None else ""
+        self._metrics.reserving_active_workloads.labels(name).set(desired["reservingWorkloads"])
+        self._metrics.admitted_active_workloads.labels(name).set(desired["admittedWorkloads"])
+        active = desired["active"][0]
+        for status in ("active", "pending"):
+            self._metrics.cluster_queue_status.labels(name, status).set(
+                1 if (status == "active") == active else 0
+            )
+        if cq is None:
+            return
+        usage = cq.node.usage
+        for group in cq.spec.resource_groups:
+            for flavor in group.flavors:
+                for resource, quota in flavor.resources.items():
+                    labels = (cohort, name, flavor.name, resource)
+                    used = float(usage.get((flavor.name, resource), 0))
+                    if resource == "cpu":
+                        used /= 1000
+                    self._metrics.resource_usage.labels(*labels).set(used)
+                    self._metrics.resource_reservation.labels(*labels).set(used)
+                    nominal = float(quota.nominal) / (1000 if resource == "cpu" else 1)
+                    self._metrics.nominal_quota.labels(*labels).set(nominal)
+
+    async def _write_queue_status(
+        self, rt: ResourceType, key: str, desired: JsonObject, now: datetime
+    ) -> None:
+        def mutate(obj: JsonObject) -> JsonObject | None:
+            status = dict(obj.get("status") or {})
+            before = dict(status)
+            active, reason, message = desired["active"]
+            for name, value in desired.items():
+                if name != "active":
+                    status[name] = value
+            generation = (obj.get("metadata") or {}).get("generation")
+            set_condition(status, "Active", active, reason, message, now, generation)
+            if status == before:
+                return None
+            return {**obj, "status": status}
+
+        await self._writer.update(rt, key, mutate, status=True)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+async def cancel_quietly(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

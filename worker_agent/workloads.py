@@ -1,0 +1,275 @@
+"""Workload JSON: what state it is in, and the status transitions the agent writes.
+
+Each transition is a pure function `workload -> new workload | None` (None: nothing to do),
+used as the mutation of a conflict-retried status update. They re-check their precondition on
+the object they are given, which is what makes a retried or stale decision safe: an admission
+is never written over another one, a finished Workload is never reopened.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from worker_agent.conditions import condition_true, find_condition, set_condition
+from worker_agent.integrations.base import PodSetInfo
+from worker_agent.resources import KUEUE_GROUP, KUEUE_VERSION
+
+JsonObject = dict[str, Any]
+
+QUOTA_RESERVED = "QuotaReserved"
+ADMITTED = "Admitted"
+EVICTED = "Evicted"
+PREEMPTED = "Preempted"
+REQUEUED = "Requeued"
+FINISHED = "Finished"
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+WORKLOAD_API_VERSION = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
+
+
+def is_finished(workload: JsonObject) -> bool:
+    return condition_true(workload, FINISHED)
+
+
+def has_quota_reservation(workload: JsonObject) -> bool:
+    status = workload.get("status") or {}
+    return bool(status.get("admission")) and condition_true(workload, QUOTA_RESERVED)
+
+
+def is_admitted(workload: JsonObject) -> bool:
+    return has_quota_reservation(workload) and condition_true(workload, ADMITTED)
+
+
+def is_evicted(workload: JsonObject) -> bool:
+    return condition_true(workload, EVICTED)
+
+
+def is_active(workload: JsonObject) -> bool:
+    return (workload.get("spec") or {}).get("active", True) is not False
+
+
+def cluster_queue_of(workload: JsonObject) -> str | None:
+    admission = (workload.get("status") or {}).get("admission") or {}
+    name = admission.get("clusterQueue")
+    return str(name) if name else None
+
+
+def queue_name_of(workload: JsonObject) -> str:
+    return str((workload.get("spec") or {}).get("queueName") or "")
+
+
+def controller_owner(obj: JsonObject) -> JsonObject | None:
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return dict(ref)
+    return None
+
+
+def owner_reference(owner: JsonObject, controller: bool = True) -> JsonObject:
+    meta = owner.get("metadata") or {}
+    return {
+        "apiVersion": owner.get("apiVersion", ""),
+        "kind": owner.get("kind", ""),
+        "name": meta.get("name", ""),
+        "uid": meta.get("uid", ""),
+        "controller": controller,
+        "blockOwnerDeletion": True,
+    }
+
+
+def new_workload(
+    name: str,
+    owner: JsonObject,
+    queue_name: str,
+    pod_sets: list[JsonObject],
+    priority_class: str | None,
+    priority: int | None,
+) -> JsonObject:
+    """The Workload a job gets: owned by the job, labelled with its uid."""
+    meta = owner.get("metadata") or {}
+    spec: JsonObject = {"queueName": queue_name, "podSets": pod_sets, "active": True}
+    if priority_class is not None and priority is not None:
+        spec["priorityClassRef"] = {
+            "group": KUEUE_GROUP,
+            "kind": "WorkloadPriorityClass",
+            "name": priority_class,
+        }
+        spec["priority"] = priority
+    return {
+        "apiVersion": WORKLOAD_API_VERSION,
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": meta.get("namespace"),
+            "labels": {JOB_UID_LABEL: meta.get("uid", "")},
+            "ownerReferences": [owner_reference(owner)],
+        },
+        "spec": spec,
+    }
+
+
+def adopt(workload: JsonObject, owner: JsonObject) -> JsonObject | None:
+    """Make a prebuilt Workload owned by its job (once)."""
+    uid = (owner.get("metadata") or {}).get("uid")
+    refs = list((workload.get("metadata") or {}).get("ownerReferences") or [])
+    if any(ref.get("uid") == uid for ref in refs):
+        return None
+    result = copy.deepcopy(workload)
+    controlled = any(ref.get("controller") for ref in refs)
+    refs.append(owner_reference(owner, controller=not controlled))
+    result["metadata"]["ownerReferences"] = refs
+    return result
+
+
+def pod_set_infos(
+    workload: JsonObject, flavors: Mapping[str, JsonObject]
+) -> list[PodSetInfo] | None:
+    """What each admitted podSet adds to its pods: the flavors' node labels and tolerations,
+    and admission checks' podSetUpdates. None while a flavor is not known yet."""
+    status = workload.get("status") or {}
+    admission = status.get("admission") or {}
+    updates: dict[str, list[JsonObject]] = {}
+    for check in status.get("admissionChecks") or []:
+        for update in check.get("podSetUpdates") or []:
+            updates.setdefault(str(update.get("name")), []).append(update)
+    infos: list[PodSetInfo] = []
+    by_name = {p.get("name"): p for p in admission.get("podSetAssignments") or []}
+    for pod_set in (workload.get("spec") or {}).get("podSets") or []:
+        name = str(pod_set.get("name", "main"))
+        assignment = by_name.get(name) or {}
+        node_selector: dict[str, str] = {}
+        tolerations: list[JsonObject] = []
+        labels: dict[str, str] = {}
+        annotations: dict[str, str] = {}
+        for flavor_name in dict.fromkeys((assignment.get("flavors") or {}).values()):
+            flavor = flavors.get(str(flavor_name))
+            if flavor is None:
+                return None
+            flavor_spec = flavor.get("spec") or {}
+            node_selector.update(flavor_spec.get("nodeLabels") or {})
+            for toleration in flavor_spec.get("tolerations") or []:
+                if toleration not in tolerations:
+                    tolerations.append(toleration)
+        for update in updates.get(name, []):
+            node_selector.update(update.get("nodeSelector") or {})
+            labels.update(update.get("labels") or {})
+            annotations.update(update.get("annotations") or {})
+            for toleration in update.get("tolerations") or []:
+                if toleration not in tolerations:
+                    tolerations.append(toleration)
+        count = int(assignment.get("count") or pod_set.get("count") or 1)
+        infos.append(
+            PodSetInfo(name, count, node_selector, tuple(tolerations), labels, annotations)
+        )
+    return infos
+
+
+def _with_status(workload: JsonObject) -> tuple[JsonObject, JsonObject]:
+    result = copy.deepcopy(workload)
+    status = result.setdefault("status", {})
+    return result, status
+
+
+def _generation(workload: JsonObject) -> int | None:
+    value = (workload.get("metadata") or {}).get("generation")
+    return int(value) if value is not None else None
+
+
+def admit(
+    workload: JsonObject, admission: JsonObject, checks_ready: bool, now: datetime
+) -> JsonObject | None:
+    """Reserve quota (and admit, when no admission check is pending); never over another
+    reservation, never on a finished or deactivated Workload."""
+    if is_finished(workload) or has_quota_reservation(workload) or not is_active(workload):
+        return None
+    result, status = _with_status(workload)
+    generation = _generation(workload)
+    cluster_queue = admission.get("clusterQueue", "")
+    status["admission"] = copy.deepcopy(admission)
+    status.pop("resourceRequests", None)
+    set_condition(
+        status,
+        QUOTA_RESERVED,
+        True,
+        "QuotaReserved",
+        f"Quota reserved in ClusterQueue {cluster_queue}",
+        now,
+        generation,
+    )
+    if checks_ready:
+        message = "The workload is admitted"
+        set_condition(status, ADMITTED, True, "Admitted", message, now, generation)
+    for kind in (EVICTED, PREEMPTED):
+        if find_condition(result, kind) is not None:
+            set_condition(status, kind, False, "QuotaReserved", "Previously: " + kind, now)
+    return result
+
+
+def set_pending(
+    workload: JsonObject, reason: str, message: str, now: datetime
+) -> JsonObject | None:
+    """Record why a Workload waits (QuotaReserved=False), unless it holds quota or finished."""
+    if is_finished(workload) or has_quota_reservation(workload):
+        return None
+    result, status = _with_status(workload)
+    generation = _generation(workload)
+    if not set_condition(status, QUOTA_RESERVED, False, reason, message, now, generation):
+        return None
+    return result
+
+
+def evict(
+    workload: JsonObject,
+    reason: str,
+    message: str,
+    now: datetime,
+    preemption_reason: str | None = None,
+) -> JsonObject | None:
+    """Mark an admitted Workload Evicted (and Preempted); its job is stopped next, and the quota
+    is released once its pods are gone."""
+    if is_finished(workload) or not has_quota_reservation(workload) or is_evicted(workload):
+        return None
+    result, status = _with_status(workload)
+    generation = _generation(workload)
+    set_condition(status, EVICTED, True, reason, message, now, generation)
+    if preemption_reason is not None:
+        set_condition(status, PREEMPTED, True, preemption_reason, message, now, generation)
+    stats = status.setdefault("schedulingStats", {})
+    evictions = list(stats.get("evictions") or [])
+    for entry in evictions:
+        if entry.get("reason") == reason and entry.get("underlyingCause", "") == "":
+            entry["count"] = int(entry.get("count", 0)) + 1
+            break
+    else:
+        evictions.append({"reason": reason, "underlyingCause": "", "count": 1})
+    stats["evictions"] = evictions
+    return result
+
+
+def release_quota(workload: JsonObject, now: datetime) -> JsonObject | None:
+    """Clear the reservation of an evicted Workload whose pods are gone; it queues again."""
+    if is_finished(workload) or not (workload.get("status") or {}).get("admission"):
+        return None
+    result, status = _with_status(workload)
+    generation = _generation(workload)
+    evicted = find_condition(workload, EVICTED) or {}
+    message = str(evicted.get("message") or "The workload has no reservation")
+    status.pop("admission", None)
+    set_condition(status, QUOTA_RESERVED, False, "Pending", message, now, generation)
+    set_condition(status, ADMITTED, False, "NoReservation", "The workload has no reservation", now)
+    if evicted.get("reason") in ("Preempted", "NodeFailures"):
+        set_condition(status, REQUEUED, True, str(evicted["reason"]), message, now, generation)
+    return result
+
+
+def finish(workload: JsonObject, succeeded: bool, message: str, now: datetime) -> JsonObject | None:
+    """Mark a Workload Finished; it then holds no quota."""
+    if is_finished(workload):
+        return None
+    result, status = _with_status(workload)
+    reason = "Succeeded" if succeeded else "Failed"
+    text = message or ("Job finished successfully" if succeeded else "Job failed")
+    set_condition(status, FINISHED, True, reason, text, now, _generation(workload))
+    return result
