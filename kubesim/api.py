@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import random
 import string
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -67,8 +68,17 @@ class WriteOptions:
     force: bool = False
 
 
+_clock_cache: list[Any] = [0, ""]
+
+
 def _now_text() -> str:
-    return timestamp(datetime.now(UTC))
+    """RFC 3339 seconds; formatted once per second, as most writes stamp the same second."""
+    now = time.time()
+    second = int(now)
+    if _clock_cache[0] != second:
+        _clock_cache[0] = second
+        _clock_cache[1] = timestamp(datetime.fromtimestamp(second, UTC))
+    return str(_clock_cache[1])
 
 
 class Api:
@@ -289,11 +299,13 @@ class Api:
         meta = obj["metadata"]
         if meta.get("name") and meta["name"] != name:
             raise bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({name})"
             )
         if rt.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
             raise bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request"
+                "the namespace of the provided object does not match the namespace sent on the "
+                "request"
             )
         wanted_rv = meta.get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
@@ -438,7 +450,8 @@ class Api:
         meta = applied.get("metadata") or {}
         if meta.get("name") and meta["name"] != name:
             raise bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({name})"
             )
         list_keys = (
             ssa.schema_list_keys(self._schema(rt, version))
@@ -517,9 +530,12 @@ class Api:
             return self._delete_namespace(rt, current)
         if policy == "Orphan":
             self._orphan_dependents(current_meta.get("uid", ""))
-        if policy == "Foreground" and self.store.dependents.get(current_meta.get("uid", "")):
-            if "foregroundDeletion" not in finalizers:
-                finalizers.append("foregroundDeletion")
+        if (
+            policy == "Foreground"
+            and self.store.dependents.get(current_meta.get("uid", ""))
+            and "foregroundDeletion" not in finalizers
+        ):
+            finalizers.append("foregroundDeletion")
         if finalizers:
             if current_meta.get("deletionTimestamp") and finalizers == current_meta.get(
                 "finalizers"

@@ -61,6 +61,8 @@ class ClusterSpec:
     # HTTPS listener by default; "http" writes the plain listener instead (fine for
     # kubernetes-asyncio, which sends the token either way).
     kubeconfig_scheme: str = "https"
+    # Idle watches with allowWatchBookmarks get a BOOKMARK this often (seconds).
+    bookmark_interval: float = 5.0
 
 
 @dataclass
@@ -96,7 +98,7 @@ class RunningCluster:
                 await task
         self._tasks.clear()
         if self._temp_dir is not None:
-            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            await asyncio.to_thread(shutil.rmtree, self._temp_dir, True)
             self._temp_dir = None
 
 
@@ -145,10 +147,14 @@ def _read_crds(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
             if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
                 raise ClusterStartError(
                     f"{path}: document {index + 1}: expected a CustomResourceDefinition, "
-                    f"got {document.get('kind') if isinstance(document, dict) else type(document).__name__}"
+                    f"got {_kind_of(document)}"
                 )
             found.append(document)
     return found
+
+
+def _kind_of(document: object) -> str:
+    return str(document.get("kind")) if isinstance(document, dict) else type(document).__name__
 
 
 def _self_signed(directory: Path) -> tuple[ssl.SSLContext, str]:
@@ -198,32 +204,24 @@ def _self_signed(directory: Path) -> tuple[ssl.SSLContext, str]:
     return context, base64.b64encode(cert_pem).decode()
 
 
-async def start_cluster(spec: ClusterSpec) -> RunningCluster:
-    """Start one cluster; call `stop()` on the result (run_clusters does it for you)."""
+@dataclass(frozen=True)
+class _Files:
+    """What start_cluster reads and writes on disk, prepared off the event loop."""
+
+    shapes: list[Any]
+    crds: list[dict[str, Any]]
+    directory: Path
+    temp_dir: Path | None
+    ssl_context: ssl.SSLContext
+    ca_data: str
+
+
+def _prepare_files(spec: ClusterSpec) -> _Files:
     try:
         shapes = load_profile(spec.nodes)
     except ValueError as error:
         raise ClusterStartError(f"cluster {spec.name}: {error}") from error
     crds = _read_crds(spec.crds)
-    store = Store(history_limit=spec.watch_history)
-    api = Api(store, Registry())
-    namespace_type = api.type_for("/namespaces")
-    for namespace in INITIAL_NAMESPACES:
-        api.create(namespace_type, "", {"metadata": {"name": namespace}})
-    node_type = api.type_for("/nodes")
-    now = api.clock()
-    for shape in shapes:
-        api.create(node_type, "", node_object(shape, now))
-    crd_type = api.type_for(CRD_KEY)
-    for crd in crds:
-        try:
-            api.create(crd_type, "", crd)
-        except ApiError as error:
-            name = (crd.get("metadata") or {}).get("name", "?")
-            raise ClusterStartError(f"cluster {spec.name}: CRD {name}: {error.message}") from error
-
-    token = spec.token or secrets.token_urlsafe(24)
-    server = ApiServer(api, frozenset({token}))
     if spec.kubeconfig_dir is not None:
         directory = Path(spec.kubeconfig_dir)
         directory.mkdir(parents=True, exist_ok=True)
@@ -231,17 +229,45 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
     else:
         directory = Path(tempfile.mkdtemp(prefix=f"kubesim-{spec.name}-"))
         temp_dir = directory
+    ssl_context, ca_data = _self_signed(directory)
+    return _Files(shapes, crds, directory, temp_dir, ssl_context, ca_data)
+
+
+def _write_kubeconfig(path: Path, kubeconfig: dict[str, Any]) -> None:
+    path.write_text(yaml.safe_dump(kubeconfig, sort_keys=False))
+    path.chmod(0o600)
+
+
+async def start_cluster(spec: ClusterSpec) -> RunningCluster:
+    """Start one cluster; call `stop()` on the result (run_clusters does it for you)."""
     if spec.kubeconfig_scheme not in ("http", "https"):
         raise ClusterStartError(f"cluster {spec.name}: kubeconfig_scheme must be http or https")
-    ssl_context, ca_data = _self_signed(directory)
-    runner = web.AppRunner(
-        server.app, access_log=None, handle_signals=False, shutdown_timeout=1.0
-    )
+    files = await asyncio.to_thread(_prepare_files, spec)
+    directory, temp_dir = files.directory, files.temp_dir
+    ssl_context, ca_data = files.ssl_context, files.ca_data
+    store = Store(history_limit=spec.watch_history)
+    api = Api(store, Registry())
+    namespace_type = api.type_for("/namespaces")
+    for namespace in INITIAL_NAMESPACES:
+        api.create(namespace_type, "", {"metadata": {"name": namespace}})
+    node_type = api.type_for("/nodes")
+    now = api.clock()
+    for shape in files.shapes:
+        api.create(node_type, "", node_object(shape, now))
+    crd_type = api.type_for(CRD_KEY)
+    for crd in files.crds:
+        try:
+            api.create(crd_type, "", crd)
+        except ApiError as error:
+            name = (crd.get("metadata") or {}).get("name", "?")
+            raise ClusterStartError(f"cluster {spec.name}: CRD {name}: {error.message}") from error
+
+    token = spec.token or secrets.token_urlsafe(24)
+    server = ApiServer(api, frozenset({token}), spec.bookmark_interval)
+    runner = web.AppRunner(server.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
     plain = web.TCPSite(runner, "127.0.0.1", spec.port, backlog=1024)
-    secure = web.TCPSite(
-        runner, "127.0.0.1", 0, ssl_context=ssl_context, backlog=1024
-    )
+    secure = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context, backlog=1024)
     try:
         await plain.start()
         await secure.start()
@@ -257,8 +283,7 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
     else:
         kubeconfig = kubeconfig_for(spec.name, url, token)
     kubeconfig_path = directory / f"{spec.name}.kubeconfig"
-    kubeconfig_path.write_text(yaml.safe_dump(kubeconfig, sort_keys=False))
-    kubeconfig_path.chmod(0o600)
+    await asyncio.to_thread(_write_kubeconfig, kubeconfig_path, kubeconfig)
 
     controllers = [
         GarbageCollector(api),

@@ -61,7 +61,8 @@ def conflict(resource: str, group: str, name: str, why: str | None = None) -> Ap
     qualified = _qualified(resource, group)
     text = (
         why
-        or "the object has been modified; please apply your changes to the latest version and try again"
+        or "the object has been modified; please apply your changes to the latest version and "
+        "try again"
     )
     return ApiError(
         409,
@@ -118,5 +119,8 @@ def unsupported_media_type(content_type: str) -> ApiError:
     return ApiError(
         415,
         "UnsupportedMediaType",
-        f'the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got "{content_type}")',
+        "the body of the request was in an unknown format - accepted media types include: "
+        "application/json, application/yaml, application/json-patch+json, "
+        "application/merge-patch+json, application/strategic-merge-patch+json, "
+        f'application/apply-patch+yaml (got "{content_type}")',
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .api import NAMESPACE_KEY, Api
+from .api import NAMESPACE_KEY
 from .errors import ApiError
 from .reconciler import Reconciler
 from .store import ADDED, DELETED, Event

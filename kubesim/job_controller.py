@@ -10,6 +10,7 @@ controller are left alone.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -110,10 +111,8 @@ class JobController(Reconciler):
             await super().run()
         finally:
             self._deadline_task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._deadline_task
-            except asyncio.CancelledError:
-                pass
 
     async def _deadline_loop(self) -> None:
         while True:

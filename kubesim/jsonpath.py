@@ -10,7 +10,8 @@ from typing import Any
 _TOKEN = re.compile(
     r"""\.(?P<field>[A-Za-z0-9_\-$]+)
       | \[(?P<index>-?\d+|\*)\]
-      | \[\?\(@\.(?P<fpath>[A-Za-z0-9_.\-]+)\s*(?P<op>==|!=)\s*(?P<q>["']?)(?P<fvalue>[^"'\)]*)(?P=q)\)\]
+      | \[\?\(@\.(?P<fpath>[A-Za-z0-9_.\-]+)\s*(?P<op>==|!=)\s*
+          (?P<q>["']?)(?P<fvalue>[^"'\)]*)(?P=q)\)\]
       | \['(?P<qfield>[^']+)'\]
     """,
     re.VERBOSE,

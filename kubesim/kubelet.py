@@ -9,6 +9,7 @@ the cluster's run-time scale. A nonzero `kubesim.mkq.dev/exit-code` makes the po
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import ipaddress
 import logging
@@ -101,10 +102,8 @@ class Kubelet:
                 if self._deadlines:
                     timeout = max(0.0, self._deadlines[0][0] - time.monotonic())
                 if not self._to_start:
-                    try:
+                    with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wakeup.wait(), timeout)
-                    except TimeoutError:
-                        pass
                 self._wakeup.clear()
                 starting = list(self._to_start)
                 self._to_start.clear()

@@ -56,10 +56,8 @@ def _json_type(value: Any) -> str:
 
 def _type_ok(expected: str, value: Any) -> bool:
     if expected == "integer":
-        return (
-            isinstance(value, int)
-            and not isinstance(value, bool)
-            or (isinstance(value, float) and value.is_integer())
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer()
         )
     if expected == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -73,7 +71,8 @@ def apply_defaults(schema: Schema, value: Any) -> None:
         properties = schema.get("properties") or {}
         for name, sub in properties.items():
             if name not in value and "default" in sub:
-                value[name] = deep_copy(sub["default"])
+                default = sub["default"]
+                value[name] = deep_copy(default) if isinstance(default, (dict, list)) else default
             if name in value:
                 apply_defaults(sub, value[name])
         additional = schema.get("additionalProperties")
@@ -123,7 +122,8 @@ def validate(schema: Schema, value: Any, path: str, errors: list[tuple[str, str]
             errors.append(
                 (
                     path,
-                    f'Invalid value: "null": {path} in body must be of type {schema["type"]}: "null"',
+                    f'Invalid value: "null": {path} in body must be of type '
+                    f'{schema["type"]}: "null"',
                 )
             )
         return
@@ -132,7 +132,8 @@ def validate(schema: Schema, value: Any, path: str, errors: list[tuple[str, str]
             errors.append(
                 (
                     path,
-                    f"Invalid value: {_show(value)}: {path} in body must be of type integer-or-string",
+                    f"Invalid value: {_show(value)}: {path} in body must be of type "
+                    "integer-or-string",
                 )
             )
             return
@@ -180,7 +181,8 @@ def _validate_string(schema: Schema, value: str, path: str, errors: list[tuple[s
         errors.append(
             (
                 path,
-                f"Invalid value: {_show(value)}: {path} in body should be at least {schema['minLength']} chars long",
+                f"Invalid value: {_show(value)}: {path} in body should be at least "
+                f"{schema['minLength']} chars long",
             )
         )
     pattern = schema.get("pattern")
@@ -199,7 +201,8 @@ def _validate_number(
             errors.append(
                 (
                     path,
-                    f"Invalid value: {value}: {path} in body should be greater than or equal to {low}",
+                    f"Invalid value: {value}: {path} in body should be greater than or equal "
+                    f"to {low}",
                 )
             )
     if "maximum" in schema:
@@ -208,7 +211,8 @@ def _validate_number(
             errors.append(
                 (
                     path,
-                    f"Invalid value: {value}: {path} in body should be less than or equal to {high}",
+                    f"Invalid value: {value}: {path} in body should be less than or equal to "
+                    f"{high}",
                 )
             )
 
@@ -224,7 +228,8 @@ def _validate_array(
         errors.append(
             (
                 path,
-                f"Invalid value: {len(value)}: {path} in body should have at least {schema['minItems']} items",
+                f"Invalid value: {len(value)}: {path} in body should have at least "
+                f"{schema['minItems']} items",
             )
         )
     items = schema.get("items")

@@ -4,6 +4,7 @@ bearer-token authentication, content negotiation (JSON, YAML, Table) and streami
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -87,8 +88,11 @@ def _parse_body(raw: bytes, content_type: str) -> Any:
 class ApiServer:
     """aiohttp application serving one cluster's API."""
 
-    def __init__(self, api: Api, tokens: frozenset[str]) -> None:
+    def __init__(
+        self, api: Api, tokens: frozenset[str], bookmark_interval: float = BOOKMARK_INTERVAL
+    ) -> None:
         self.api = api
+        self.bookmark_interval = bookmark_interval
         self.tokens = tokens
         self._tokens_header = frozenset(f"Bearer {token}" for token in tokens)
         self._discovery_cache: dict[tuple[str, int], bytes] = {}
@@ -507,7 +511,7 @@ class ApiServer:
                 events = (
                     watcher.wait_now()
                     if initial_pending
-                    else await watcher.wait(min(remaining, BOOKMARK_INTERVAL))
+                    else await watcher.wait(min(remaining, self.bookmark_interval))
                 )
                 if events:
                     await response.write(_encode_events(events, version_override, encode))
@@ -519,17 +523,15 @@ class ApiServer:
                     )
                 if watcher.closed:
                     break
-                if bookmarks and time.monotonic() - last_write >= BOOKMARK_INTERVAL:
+                if bookmarks and time.monotonic() - last_write >= self.bookmark_interval:
                     await response.write(self._bookmark(rt, api_version, store.rv))
                     last_write = time.monotonic()
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
             store.unwatch(watcher)
-        try:
+        with contextlib.suppress(ConnectionResetError, ConnectionError):
             await response.write_eof()
-        except (ConnectionResetError, ConnectionError):
-            pass
         return response
 
     def _bookmark(

@@ -104,11 +104,11 @@ class Watcher:
     def wait_now(self) -> list[tuple[str, Event]]:
         return self.take()
 
-    async def wait(self, timeout: float | None = None) -> list[tuple[str, Event]]:
-        """The events buffered so far, waiting up to `timeout` seconds for the first."""
+    async def wait(self, seconds: float | None = None) -> list[tuple[str, Event]]:
+        """The events buffered so far, waiting up to `seconds` for the first."""
         if not self.buffer and not self.closed:
             try:
-                await asyncio.wait_for(self.wakeup.wait(), timeout)
+                await asyncio.wait_for(self.wakeup.wait(), seconds)
             except TimeoutError:
                 return []
         return self.take()

@@ -60,15 +60,16 @@ def validate_metadata(obj: Obj) -> Causes:
         ):
             causes.append(
                 (
-                    f"metadata.labels",
+                    "metadata.labels",
                     f'Invalid value: "{key}": name part must be a valid qualified name',
                 )
             )
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
             causes.append(
                 (
-                    f"metadata.labels",
-                    f"Invalid value: \"{value}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.'",
+                    "metadata.labels",
+                    f'Invalid value: "{value}": a valid label must be an empty string or '
+                    "consist of alphanumeric characters, '-', '_' or '.'",
                 )
             )
     for key, value in (meta.get("annotations") or {}).items():
@@ -311,18 +312,12 @@ def _validate_crd(obj: Obj) -> Causes:
         causes.append(
             (
                 "metadata.name",
-                f'Invalid value: "{obj["metadata"]["name"]}": must be spec.names.plural+"."+spec.group',
+                f'Invalid value: "{obj["metadata"]["name"]}": must be '
+                'spec.names.plural+"."+spec.group',
             )
         )
     versions = spec.get("versions") or []
-    if not versions:
-        causes.append(
-            (
-                "spec.versions",
-                "Invalid value: must have exactly one version marked as storage version",
-            )
-        )
-    elif sum(1 for v in versions if isinstance(v, dict) and v.get("storage")) != 1:
+    if not versions or sum(1 for v in versions if isinstance(v, dict) and v.get("storage")) != 1:
         causes.append(
             (
                 "spec.versions",
@@ -378,7 +373,8 @@ def _pod_update(new: Obj, old: Obj) -> Causes:
         return [
             (
                 "spec",
-                "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+                "Forbidden: pod updates may not change fields other than "
+                "`spec.containers[*].image`,"
                 "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` "
                 "(only additions to existing tolerations),`spec.terminationGracePeriodSeconds` "
                 "(allow it to be set to 1 if it was previously negative)",

@@ -283,6 +283,20 @@ def _structural(node: Any, defs: Mapping[str, Any]) -> Any:
     return out
 
 
+def _without_defaults(node: Any) -> Any:
+    """Drop the zero defaults of status counters (list-map keys keep theirs)."""
+    if isinstance(node, dict):
+        integer = node.get("type") == "integer"
+        return {
+            key: _without_defaults(value)
+            for key, value in node.items()
+            if not (key == "default" and integer)
+        }
+    if isinstance(node, list):
+        return [_without_defaults(item) for item in node]
+    return node
+
+
 def _schema(spec: CrdSpec) -> dict[str, Any]:
     raw = spec.model.model_json_schema(by_alias=True, mode="validation")
     defs = raw.get("$defs", {})
@@ -294,6 +308,9 @@ def _schema(spec: CrdSpec) -> dict[str, Any]:
     for name in ("spec", "status"):
         if name in properties:
             properties[name].pop("default", None)
+    if "status" in properties:
+        # Kueue's CRDs do not default status counters: controllers write them.
+        properties["status"] = _without_defaults(properties["status"])
     required = [name for name in schema.get("required", []) if name not in {"apiVersion", "kind"}]
     if required:
         schema["required"] = required

@@ -30,6 +30,8 @@ __all__ = [
     "model_for",
     "parse_object",
     "parse_object_with_warnings",
+    "to_manifest",
+    "to_yaml",
 ]
 
 _KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -138,21 +140,22 @@ def parse_object_with_warnings(document: Mapping[str, Any]) -> tuple[BaseModel, 
     """Like :func:`parse_object`, also returning the warnings of an object that loads."""
     kind, name = _identity(document)
     api_version = document.get("apiVersion")
-    if not isinstance(api_version, str) or not api_version:
-        raise ValidationFailure(kind, name, [FieldError("apiVersion", "Required value")])
     if not kind:
         raise ValidationFailure(kind, name, [FieldError("kind", "Required value")])
+    known = _VERSIONS_BY_KIND.get(kind)
+    if not known:
+        version = f" ({api_version})" if isinstance(api_version, str) and api_version else ""
+        raise ValidationFailure(
+            kind, name, [FieldError("kind", f"unsupported kind {kind!r}{version}")]
+        )
+    if not isinstance(api_version, str) or not api_version:
+        raise ValidationFailure(kind, name, [FieldError("apiVersion", "Required value")])
     model = KINDS.get((api_version, kind))
     if model is None:
-        known = _VERSIONS_BY_KIND.get(kind)
-        if known:
-            message = (
-                f"unsupported apiVersion {api_version!r} for {kind} (supported: {', '.join(known)})"
-            )
-            raise ValidationFailure(kind, name, [FieldError("apiVersion", message)])
-        raise ValidationFailure(
-            kind, name, [FieldError("kind", f"unsupported kind {kind!r} ({api_version})")]
+        message = (
+            f"unsupported apiVersion {api_version!r} for {kind} (supported: {', '.join(known)})"
         )
+        raise ValidationFailure(kind, name, [FieldError("apiVersion", message)])
     try:
         obj = model.model_validate(document)
     except ValidationError as error:
@@ -162,6 +165,19 @@ def parse_object_with_warnings(document: Mapping[str, Any]) -> tuple[BaseModel, 
     if errors:
         raise ValidationFailure(kind, name, errors)
     return obj, [problem for problem in problems if problem.warning]
+
+
+def to_manifest(obj: BaseModel) -> dict[str, Any]:
+    """The object as Kubernetes JSON (camelCase keys, quantities and times as strings)."""
+    manifest: dict[str, Any] = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return manifest
+
+
+def to_yaml(objects: Iterable[BaseModel]) -> str:
+    """A multi-document YAML stream of the objects, loadable by :func:`load_text`."""
+    return yaml.safe_dump_all(
+        [to_manifest(obj) for obj in objects], sort_keys=False, explicit_start=True
+    )
 
 
 def _unsupported(document: Mapping[str, Any]) -> bool:

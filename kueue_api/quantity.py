@@ -213,6 +213,12 @@ class Quantity:
             return NotImplemented
         return Quantity.from_nanos(self._nanos + other._nanos, self._result_format(other))
 
+    def __radd__(self, other: object) -> Quantity:
+        """Lets ``sum(quantities)`` work: the implicit start value 0 adds nothing."""
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        return NotImplemented
+
     def __sub__(self, other: object) -> Quantity:
         if not isinstance(other, Quantity):
             return NotImplemented

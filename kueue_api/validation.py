@@ -193,6 +193,12 @@ def _metadata(errors: _Errors, metadata: ObjectMeta, kind: str) -> None:
             "case alphanumeric characters or '-', and must start and end with an alphanumeric "
             "character (at most 63 characters)",
         )
+    if kind == "Namespace" and metadata.name and not _LABEL_RE.match(metadata.name):
+        errors.invalid(
+            "metadata.name",
+            metadata.name,
+            "a Namespace name must be a lowercase RFC 1123 label (at most 63 characters)",
+        )
     if kind in {"LocalQueue", "Workload"} and not namespace:
         errors.required("metadata.namespace", f"a {kind} is namespaced")
     _labels(errors, metadata.labels, "metadata.labels")
@@ -484,6 +490,8 @@ def _validate_local_queue(errors: _Errors, queue: LocalQueue) -> None:
 
 def _resource_list(errors: _Errors, resources: Mapping[str, Quantity] | None, path: str) -> None:
     for name, quantity in (resources or {}).items():
+        for problem in is_qualified_name(name):
+            errors.invalid(f"{path}[{name}]", name, f"resource name: {problem}")
         if name == "pods":
             errors.invalid(f"{path}[{name}]", "pods", "the key is reserved for internal kueue use")
         _non_negative(errors, quantity, f"{path}[{name}]")
@@ -790,6 +798,13 @@ def _validate_configuration(errors: _Errors, config: Configuration) -> None:
 
 
 def _validate_job(errors: _Errors, job: Job) -> None:
+    policy = job.spec.template.spec.restart_policy
+    if policy not in {"OnFailure", "Never"}:
+        path = "spec.template.spec.restartPolicy"
+        if policy is None:
+            errors.required(path, 'valid values: "OnFailure", "Never"')
+        else:
+            errors.not_supported(path, policy, ["OnFailure", "Never"])
     _pod_spec_non_negative(errors, job.spec.template.spec, "spec.template.spec")
 
 

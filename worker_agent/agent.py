@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from worker_agent.cache import Change, object_key
 from worker_agent.controllers.jobs import JobController
 from worker_agent.controllers.runner import ControllerRunner
+from worker_agent.controllers.topology_ungater import TopologyUngater
 from worker_agent.controllers.workloads import WorkloadController
 from worker_agent.events import EventRecorder
 from worker_agent.health import HealthServer
@@ -39,6 +40,7 @@ from worker_agent.resources import (
     LOCAL_QUEUES,
     NAMESPACES,
     NODES,
+    PODS,
     RESOURCE_FLAVORS,
     TOPOLOGIES,
     WORKLOAD_PRIORITY_CLASSES,
@@ -46,6 +48,7 @@ from worker_agent.resources import (
     ResourceType,
 )
 from worker_agent.scheduling import SchedulingLoop
+from worker_agent.topology import TAS_LABEL
 from worker_agent.workloads import cluster_queue_of
 from worker_agent.writer import ObjectWriter
 
@@ -121,13 +124,22 @@ class _LeaderRun:
         self.workload_runner = ControllerRunner(
             "workload", self.workloads.reconcile, agent.config.workers, observe
         )
+        self.ungater = TopologyUngater(informers, writer)
+        self.ungater_runner = ControllerRunner(
+            "topology-ungater", self.ungater.reconcile, agent.config.workers, observe
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     def on_change(self, rt: ResourceType, change: Change) -> None:
         if rt in ENGINE_RESOURCES:
             self.scheduling.on_change(rt, change)
+        if rt == PODS:
+            for key in self.ungater.keys_for_pod(change):
+                self.ungater_runner.enqueue(key)
         if rt == WORKLOADS:
             self.workload_runner.enqueue(change.key)
+            if self.ungater.wants(change):
+                self.ungater_runner.enqueue(change.key)
             for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
                 for key in controller.job_keys_for_workload(change):
                     runner.enqueue(key)
@@ -151,10 +163,11 @@ class _LeaderRun:
                 self.scheduling.on_change(rt, Change(object_key(obj), None, obj))
         for key in informers.cache(WORKLOADS):
             self.workload_runner.enqueue(key)
+            self.ungater_runner.enqueue(key)
         for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
             for key in informers.cache(controller.rt):
                 runner.enqueue(key)
-        for runner in [*self.job_runners, self.workload_runner]:
+        for runner in self._runners:
             runner.start()
         self._tasks.append(asyncio.create_task(self.scheduling.run(), name="scheduling-loop"))
 
@@ -162,13 +175,16 @@ class _LeaderRun:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for runner in [*self.job_runners, self.workload_runner]:
+        for runner in self._runners:
             await runner.stop()
 
     @property
     def idle(self) -> bool:
-        runners = [*self.job_runners, self.workload_runner]
-        return not self.scheduling.busy and all(r.queue.idle for r in runners)
+        return not self.scheduling.busy and all(r.queue.idle for r in self._runners)
+
+    @property
+    def _runners(self) -> list[ControllerRunner]:
+        return [*self.job_runners, self.workload_runner, self.ungater_runner]
 
 
 class Agent:
@@ -186,8 +202,12 @@ class Agent:
         self.clock = clock
         self.integrations = integrations or default_integrations()
         self.metrics = AgentMetrics()
-        resources = list(ENGINE_RESOURCES) + [i.resource for i in self.integrations]
-        self.informers = InformerSet(client, resources, on_error=self._on_watch_error)
+        resources = [*ENGINE_RESOURCES, PODS, *(i.resource for i in self.integrations)]
+        # Only pods of topology-aware admissions concern the agent.
+        selectors = {PODS: f"{TAS_LABEL}=true"}
+        self.informers = InformerSet(
+            client, resources, on_error=self._on_watch_error, selectors=selectors
+        )
         self.writer = ObjectWriter(client, self.informers, on_api_error=self._on_api_error)
         self.recorder = EventRecorder(client, clock)
         self.reporter: Reporter | None = None
@@ -275,6 +295,17 @@ class Agent:
         self._leadership = asyncio.create_task(self._lead(), name="leadership")
 
     async def _lead(self) -> None:
+        """Lead whenever we hold the lease; a failure inside a term ends only that term."""
+        while True:
+            try:
+                await self._lead_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("leadership term failed; starting over")
+                await asyncio.sleep(1.0)
+
+    async def _lead_once(self) -> None:
         while True:
             if self.config.leader_elect:
                 await self.elector.acquire()

@@ -39,8 +39,10 @@ class Informer:
         backoff: Backoff | None = None,
         watch_timeout_seconds: int = 240,
         on_error: Callable[[ResourceType, Exception], None] | None = None,
+        label_selector: str | None = None,
     ) -> None:
         self.client = client
+        self.label_selector = label_selector
         self.rt = rt
         self.namespace = namespace
         self.cache = ObjectCache()
@@ -101,14 +103,18 @@ class Informer:
                 await asyncio.sleep(delay)
 
     async def _list(self) -> None:
-        items, version = await self.client.list(self.rt, self.namespace)
+        items, version = await self.client.list(self.rt, self.namespace, self.label_selector)
         self.missing = False
         self._dispatch(self.cache.replace(items, version))
         self.synced.set()
 
     async def _watch_once(self) -> None:
         stream = self.client.watch(
-            self.rt, self.cache.resource_version, self.namespace, self._watch_timeout
+            self.rt,
+            self.cache.resource_version,
+            self.namespace,
+            self._watch_timeout,
+            self.label_selector,
         )
         async for event in stream:
             kind = event.get("type")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from worker_agent.cache import ObjectCache
 from worker_agent.informer import Informer
@@ -19,8 +19,13 @@ class InformerSet:
         client: KubeClient,
         resources: Iterable[ResourceType],
         on_error: Callable[[ResourceType, Exception], None] | None = None,
+        selectors: Mapping[ResourceType, str] | None = None,
     ) -> None:
-        self._informers = {rt: Informer(client, rt, on_error=on_error) for rt in resources}
+        selectors = selectors or {}
+        self._informers = {
+            rt: Informer(client, rt, on_error=on_error, label_selector=selectors.get(rt))
+            for rt in resources
+        }
         self._tasks: list[asyncio.Task[None]] = []
 
     def __getitem__(self, rt: ResourceType) -> Informer:

@@ -108,10 +108,11 @@ class KubeClient:
         return result if isinstance(result, dict) else {}
 
     async def list(
-        self, rt: ResourceType, namespace: str | None = None
+        self, rt: ResourceType, namespace: str | None = None, label_selector: str | None = None
     ) -> tuple[list[JsonObject], str]:
         """All objects of a type, and the list's resourceVersion to watch from."""
-        result = await self.request("GET", rt.collection_path(namespace))
+        query = {"labelSelector": label_selector} if label_selector else None
+        result = await self.request("GET", rt.collection_path(namespace), query)
         items = [_with_type(rt, item) for item in result.get("items") or []]
         return items, str((result.get("metadata") or {}).get("resourceVersion", ""))
 
@@ -121,6 +122,7 @@ class KubeClient:
         resource_version: str,
         namespace: str | None = None,
         timeout_seconds: int = 300,
+        label_selector: str | None = None,
     ) -> AsyncIterator[JsonObject]:
         """Watch events ({"type", "object"}) from a resourceVersion, bookmarks included."""
         query = {
@@ -130,6 +132,8 @@ class KubeClient:
         }
         if resource_version:
             query["resourceVersion"] = resource_version
+        if label_selector:
+            query["labelSelector"] = label_selector
         timeout = aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)
         response = await self._open(
             "GET", rt.collection_path(namespace), query, client_timeout=timeout

@@ -9,10 +9,10 @@ so an unchanged status costs nothing.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from worker_agent.engine import EngineState, cluster_queue_status, local_queue_status
+from worker_agent.engine import EngineState, cluster_queue_status
 from worker_agent.engine.amounts import format_amount
 from worker_agent.engine.report import FlavorUsageView
 
@@ -50,30 +50,58 @@ def cluster_queue_statuses(state: EngineState) -> dict[str, JsonObject]:
 
 
 def local_queue_statuses(state: EngineState) -> dict[str, JsonObject]:
-    """Desired status for every LocalQueue, with Kueue's Active condition."""
+    """Desired status for every LocalQueue, with Kueue's Active condition (one pass over the
+    workloads, however many LocalQueues there are)."""
+    pending: dict[str, int] = defaultdict(int)
+    reserving: dict[str, int] = defaultdict(int)
+    admitted: dict[str, int] = defaultdict(int)
+    reserved_usage: dict[str, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+    admitted_usage: dict[str, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+    for info in state.workloads.values():
+        key = f"{info.spec.namespace}/{info.spec.queue_name}"
+        if info.admission is None:
+            pending[key] += 1
+            continue
+        reserving[key] += 1
+        checks_ready = info.spec.admission_checks_ready
+        admitted[key] += 1 if checks_ready else 0
+        for fr, value in info.usage.items():
+            reserved_usage[key][fr] += value
+            if checks_ready:
+                admitted_usage[key][fr] += value
     result: dict[str, JsonObject] = {}
     for key, lq in list(state.local_queues.items()):
-        view = local_queue_status(state, lq.namespace, lq.name)
         cq = state.cluster_queues.get(lq.cluster_queue)
         if cq is None:
-            active = (
-                False,
-                "ClusterQueueDoesNotExist",
-                "Can't submit new workloads to clusterQueue",
-            )
+            active = (False, "ClusterQueueDoesNotExist", _CANNOT_SUBMIT)
         elif not cq.active:
-            active = (False, "ClusterQueueIsInactive", "Can't submit new workloads to clusterQueue")
+            active = (False, "ClusterQueueIsInactive", _CANNOT_SUBMIT)
         else:
             active = (True, "Ready", "Can submit new workloads to localQueue")
         result[key] = {
             "active": active,
-            "flavorsReservation": _flavors_json(view.flavors_reservation, False),
-            "flavorsUsage": _flavors_json(view.flavors_usage, False),
-            "pendingWorkloads": view.pending_workloads,
-            "reservingWorkloads": view.reserving_workloads,
-            "admittedWorkloads": view.admitted_workloads,
+            "flavorsReservation": _usage_json(cq, reserved_usage.get(key, {})),
+            "flavorsUsage": _usage_json(cq, admitted_usage.get(key, {})),
+            "pendingWorkloads": pending.get(key, 0),
+            "reservingWorkloads": reserving.get(key, 0),
+            "admittedWorkloads": admitted.get(key, 0),
         }
     return result
+
+
+def _usage_json(cq: Any, usage: Mapping[tuple[str, str], int]) -> list[JsonObject]:
+    """A LocalQueue's usage laid out over its ClusterQueue's flavors and covered resources."""
+    if cq is None:
+        return []
+    flavors = []
+    for group in cq.spec.resource_groups:
+        for flavor in group.flavors:
+            resources = [
+                {"name": res, "total": format_amount(res, usage.get((flavor.name, res), 0))}
+                for res in group.covered_resources
+            ]
+            flavors.append({"name": flavor.name, "resources": resources})
+    return flavors
 
 
 def capacity_summary(state: EngineState) -> list[JsonObject]:

@@ -129,6 +129,7 @@ class SchedulingLoop:
         self._status_stale = True
         self.capacity: list[JsonObject] = []
         self.cycles = 0
+        self.failures = 0
 
     def on_change(self, rt: ResourceType, change: Change) -> None:
         """Informer handler: remember the change and ask for a cycle.
@@ -171,9 +172,17 @@ class SchedulingLoop:
                     self._status_stale
                     and time.monotonic() - self._last_status >= self._status_interval
                 )
-                output = await asyncio.to_thread(
-                    self._cycle, changes, forget, in_flight, now, status_due
-                )
+                try:
+                    output = await asyncio.to_thread(
+                        self._cycle, changes, forget, in_flight, now, status_due
+                    )
+                except Exception:
+                    # An engine failure must not stop scheduling for good: log, wait, go on.
+                    log.exception("scheduling cycle failed")
+                    self.failures += 1
+                    await asyncio.sleep(min(5.0, 0.1 * 2 ** min(self.failures, 6)))
+                    self._wake.set()
+                    continue
                 self.cycles += 1
                 if changes or forget or output.result.admissions or output.result.evictions:
                     self._status_stale = True
@@ -204,7 +213,10 @@ class SchedulingLoop:
         for key in forget:
             feed.state.forget_admission(key)
         for rt, change in changes:
-            feed.apply(rt, change, in_flight)
+            try:
+                feed.apply(rt, change, in_flight)
+            except Exception:
+                log.exception("%s %s could not enter the engine", rt.kind, change.key)
         result = schedule(feed.state, now.timestamp())
         output = _CycleOutput(result)
         for decision in result.admissions:
@@ -214,7 +226,8 @@ class SchedulingLoop:
         if status_due:
             output.cq_status = cluster_queue_statuses(feed.state)
             output.lq_status = local_queue_statuses(feed.state)
-            output.capacity = capacity_summary(feed.state)
+            if self._reporter is not None:
+                output.capacity = capacity_summary(feed.state)
             for name, cq in feed.state.cluster_queues.items():
                 active = len(cq.queue.active)
                 output.pending_counts[name] = (active, len(cq.queue) - active)
@@ -233,8 +246,11 @@ class SchedulingLoop:
         for decision, checks_ready in output.admissions:
             self._in_flight.add(decision.key)
             self._spawn(self._write_admission(decision, checks_ready, now))
+        workloads = self._informers.cache(WORKLOADS)
         for pending in result.pending:
-            self._spawn(self._write_pending(pending.key, pending.reason, pending.message, now))
+            cached = workloads.get(pending.key)
+            if cached is not None and wl.set_pending(cached, pending.reason, pending.message, now):
+                self._spawn(self._write_pending(pending.key, pending.reason, pending.message, now))
         for key, message in output.invalid.items():
             self._spawn(self._write_pending(key, "Misconfigured", message, now))
         for eviction in result.evictions:

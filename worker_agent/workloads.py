@@ -16,6 +16,7 @@ from typing import Any
 from worker_agent.conditions import condition_true, find_condition, set_condition
 from worker_agent.integrations.base import PodSetInfo
 from worker_agent.resources import KUEUE_GROUP, KUEUE_VERSION
+from worker_agent.topology import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
 JsonObject = dict[str, Any]
 
@@ -160,16 +161,26 @@ def pod_set_infos(
                 if toleration not in tolerations:
                     tolerations.append(toleration)
         count = int(assignment.get("count") or pod_set.get("count") or 1)
+        gates: tuple[str, ...] = ()
+        if assignment.get("topologyAssignment"):
+            # Pods wait at the topology gate until the ungater gives each its domain.
+            gates = (TOPOLOGY_GATE,)
+            labels.update({TAS_LABEL: "true", PODSET_LABEL: name})
+            annotations[WORKLOAD_ANNOTATION] = str((workload.get("metadata") or {}).get("name"))
         infos.append(
-            PodSetInfo(name, count, node_selector, tuple(tolerations), labels, annotations)
+            PodSetInfo(name, count, node_selector, tuple(tolerations), labels, annotations, gates)
         )
     return infos
 
 
 def _with_status(workload: JsonObject) -> tuple[JsonObject, JsonObject]:
-    result = copy.deepcopy(workload)
-    status = result.setdefault("status", {})
-    return result, status
+    """A copy of the Workload with its own status dict to change.
+
+    Shallow on purpose (the hot path of every status write): cached objects are never mutated,
+    and set_condition replaces the conditions it changes instead of editing them.
+    """
+    status = dict(workload.get("status") or {})
+    return {**workload, "status": status}, status
 
 
 def _generation(workload: JsonObject) -> int | None:
@@ -213,6 +224,13 @@ def set_pending(
     """Record why a Workload waits (QuotaReserved=False), unless it holds quota or finished."""
     if is_finished(workload) or has_quota_reservation(workload):
         return None
+    current = find_condition(workload, QUOTA_RESERVED) or {}
+    if (current.get("status"), current.get("reason"), current.get("message")) == (
+        "False",
+        reason,
+        message,
+    ):
+        return None
     result, status = _with_status(workload)
     generation = _generation(workload)
     if not set_condition(status, QUOTA_RESERVED, False, reason, message, now, generation):
@@ -236,8 +254,8 @@ def evict(
     set_condition(status, EVICTED, True, reason, message, now, generation)
     if preemption_reason is not None:
         set_condition(status, PREEMPTED, True, preemption_reason, message, now, generation)
-    stats = status.setdefault("schedulingStats", {})
-    evictions = list(stats.get("evictions") or [])
+    stats = dict(status.get("schedulingStats") or {})
+    evictions = [dict(entry) for entry in stats.get("evictions") or []]
     for entry in evictions:
         if entry.get("reason") == reason and entry.get("underlyingCause", "") == "":
             entry["count"] = int(entry.get("count", 0)) + 1
@@ -245,6 +263,7 @@ def evict(
     else:
         evictions.append({"reason": reason, "underlyingCause": "", "count": 1})
     stats["evictions"] = evictions
+    status["schedulingStats"] = stats
     return result
 
 

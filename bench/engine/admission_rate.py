@@ -44,9 +44,7 @@ def build(queues: int, workloads: int) -> EngineState:
         state.upsert_cohort(CohortSpec(f"cohort-{c}"))
     for q in range(queues):
         quota = ResourceQuota(nominal=per_queue * 1000)
-        group = ResourceGroup(
-            ("cpu",), (FlavorQuotas("default", {"cpu": quota}),)
-        )
+        group = ResourceGroup(("cpu",), (FlavorQuotas("default", {"cpu": quota}),))
         state.upsert_cluster_queue(
             ClusterQueueSpec(
                 f"cq-{q}",
@@ -101,8 +99,10 @@ def main() -> None:
             rate, admitted, cycles = measure(queues, workloads)
             rates[queues] = rate
             rows.append((queues, workloads, admitted, cycles, rate))
-            print(f"{queues:>5} CQs {workloads:>6} workloads: {rate:>9.0f} admissions/s "
-                  f"({admitted} admitted in {cycles} cycles)")
+            print(
+                f"{queues:>5} CQs {workloads:>6} workloads: {rate:>9.0f} admissions/s "
+                f"({admitted} admitted in {cycles} cycles)"
+            )
         print(f"  ratio 1000/10 = {rates[1_000] / rates[10]:.2f}")
     if args.write:
         lines = [

@@ -18,6 +18,7 @@ Run: ``.venv/bin/python -m bench.tas.bench_tas [--placements N] [--out bench/tas
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -109,22 +110,31 @@ def churn(snapshot: TASFlavorSnapshot, kind: str, placements: int) -> tuple[floa
     return placements / elapsed, failures
 
 
-def measure(blocks: int, racks: int, per_rack: int, placements: int) -> dict[str, float]:
+def measure(
+    blocks: int, racks: int, per_rack: int, placements: int, repeats: int
+) -> dict[str, float]:
+    """Best rate of ``repeats`` runs per request kind (the machine is shared: the best run is
+    the one least disturbed by other processes, as timeit reports)."""
     nodes = make_nodes(blocks, racks, per_rack)
     snapshot = build_snapshot(LEVELS, nodes, {"tas-node-group": "tas"})
     out: dict[str, float] = {}
     for kind in ("required", "preferred", "slice"):
-        rate, failures = churn(snapshot, kind, placements)
-        assert failures == 0, f"{kind}: {failures} placements failed"
-        out[kind] = rate
+        best = 0.0
+        for _ in range(repeats):
+            rate, failures = churn(snapshot, kind, placements)
+            assert failures == 0, f"{kind}: {failures} placements failed"
+            best = max(best, rate)
+        out[kind] = best
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--placements", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
 
     blocks, racks, per_rack = generator_shape()
     rows: list[tuple[str, int, dict[str, float]]] = []
@@ -132,13 +142,20 @@ def main() -> None:
         (
             "perf640 (Kueue TAS perf topology)",
             blocks * racks * per_rack,
-            measure(blocks, racks, per_rack, args.placements),
+            measure(blocks, racks, per_rack, args.placements, args.repeats),
         )
     )
-    rows.append(("nodes10k (10 x 20 x 50)", 10_000, measure(10, 20, 50, args.placements // 3)))
+    rows.append(
+        ("nodes10k (10 x 20 x 50)", 10_000, measure(10, 20, 50, args.placements // 3, args.repeats))
+    )
     scaling: list[tuple[int, dict[str, float]]] = []
     for racks_total in (10, 20, 40, 80, 160):
-        scaling.append((racks_total * 64, measure(racks_total // 10, 10, 64, args.placements // 3)))
+        scaling.append(
+            (
+                racks_total * 64,
+                measure(racks_total // 10, 10, 64, args.placements // 6, args.repeats),
+            )
+        )
 
     lines = [
         "# TAS placement benchmark",
@@ -147,7 +164,9 @@ def main() -> None:
         "place + admit, releasing the oldest once 300 workloads run). Requests cycle through",
         "the Kueue TAS generator classes (2 x 500m, 4 x 1250m, 8 x 2500m); `slice` is Kueue's",
         '"balanced" (slice-required rack, slice size 1/2/4). Target: >= 1,000 placements/s at',
-        "640 nodes, cost no worse than linear in nodes.",
+        "640 nodes, cost no worse than linear in nodes. Best of "
+        f"{args.repeats} runs; machine load average {load_before:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after (2 cores shared with other work).",
         "",
         "| topology | nodes | required /s | preferred /s | slice /s |",
         "|---|---|---|---|---|",

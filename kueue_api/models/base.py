@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, ClassVar, Final
 
 from pydantic import (
     AfterValidator,
@@ -17,12 +17,15 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     PlainSerializer,
     Strict,
+    ValidationError,
     WithJsonSchema,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import InitErrorDetails
 
 from kueue_api.quantity import Quantity
 
@@ -82,7 +85,13 @@ class KueueModel(BaseModel):
 
 
 class CoreModel(BaseModel):
-    """Base of core Kubernetes structs: the fields we read are typed, the rest are kept."""
+    """Base of core Kubernetes structs: the fields we read are typed, the rest are kept.
+
+    A struct that lists ``other_fields`` (the Kubernetes fields it does not type) rejects any
+    other key, as ``kubectl --validate=strict`` would: a misspelt ``resoures`` must not pass
+    as an unknown-but-kept field. Structs without the list (status blocks, which newer
+    Kubernetes versions extend) keep whatever they are given.
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -91,10 +100,58 @@ class CoreModel(BaseModel):
         validate_default=False,
     )
 
-    @model_validator(mode="before")
+    other_fields: ClassVar[frozenset[str] | None] = None
+    _allowed_keys: ClassVar[dict[type[BaseModel], frozenset[str]]] = {}
+
+    @model_validator(mode="wrap")
     @classmethod
-    def _nulls_are_absent(cls, data: Any) -> Any:
-        return _drop_nulls(data)
+    def _nulls_are_absent(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        data = _drop_nulls(data)
+        unknown = cls._unknown_keys(data)
+        if not unknown:
+            return handler(data)
+        errors = [
+            InitErrorDetails(type="extra_forbidden", loc=(key,), input=data[key]) for key in unknown
+        ]
+        try:
+            handler({key: value for key, value in data.items() if key not in unknown})
+        except ValidationError as error:
+            # Report the unknown keys together with everything else that is wrong.
+            errors.extend(
+                InitErrorDetails(
+                    type=item["type"], loc=item["loc"], input=item["input"], ctx=item.get("ctx", {})
+                )
+                for item in error.errors()
+            )
+        raise ValidationError.from_exception_data(cls.__name__, errors)
+
+    @classmethod
+    def _unknown_keys(cls, data: Any) -> list[str]:
+        if cls.other_fields is None or not isinstance(data, dict):
+            return []
+        allowed = CoreModel._allowed_keys.get(cls)
+        if allowed is None:
+            declared = {info.alias or name for name, info in cls.model_fields.items()}
+            declared |= set(cls.model_fields)
+            allowed = frozenset(declared) | cls.other_fields
+            CoreModel._allowed_keys[cls] = allowed
+        return [key for key in data if key not in allowed]
+        allowed = CoreModel._allowed_keys.get(cls)
+        if allowed is None:
+            declared = {info.alias or name for name, info in cls.model_fields.items()}
+            declared |= set(cls.model_fields)
+            allowed = frozenset(declared) | cls.other_fields
+            CoreModel._allowed_keys[cls] = allowed
+        unknown = [key for key in data if key not in allowed]
+        if unknown:
+            raise ValidationError.from_exception_data(
+                cls.__name__,
+                [
+                    InitErrorDetails(type="extra_forbidden", loc=(key,), input=data[key])
+                    for key in unknown
+                ],
+            )
+        return data
 
 
 def _check_int32(value: int) -> int:

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from kueue_api.models.base import CoreModel, Int32, StrictBool, StrictStr, Time
+from kueue_api.models.base import CoreModel, Int32, Int64, StrictBool, StrictStr, Time
 from kueue_api.models.core import PodTemplateSpec
 from kueue_api.models.meta import LabelSelector, ObjectMeta
 
@@ -16,9 +16,11 @@ _INT32_MAX = 2**31 - 1
 
 
 class JobSpec(CoreModel):
+    other_fields = frozenset()
+
     parallelism: Int32 | None = Field(default=None, ge=0)
     completions: Int32 | None = Field(default=None, ge=0)
-    active_deadline_seconds: int | None = Field(default=None, ge=1)
+    active_deadline_seconds: Int64 | None = Field(default=None, ge=1)
     backoff_limit: Int32 | None = Field(default=None, ge=0)
     backoff_limit_per_index: Int32 | None = Field(default=None, ge=0)
     max_failed_indexes: Int32 | None = Field(default=None, ge=0)
@@ -74,6 +76,8 @@ class JobStatus(CoreModel):
 
 
 class Job(CoreModel):
+    other_fields = frozenset()
+
     api_version: Literal["batch/v1"] = "batch/v1"
     kind: Literal["Job"] = "Job"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)

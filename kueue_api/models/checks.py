@@ -102,7 +102,9 @@ class ProvisioningRequestConfigSpec(KueueModel):
     provisioning_class_name: Annotated[
         str, Field(strict=True, min_length=1, max_length=253, pattern=DNS1123_SUBDOMAIN_PATTERN)
     ]
-    parameters: dict[str, Annotated[str, Field(strict=True, max_length=255)]] | None = None
+    parameters: dict[str, Annotated[str, Field(strict=True, max_length=255)]] | None = Field(
+        default=None, max_length=100
+    )
     managed_resources: list[StrictStr] | None = Field(
         default=None, max_length=100, json_schema_extra=list_set()
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kueue_api.models.base import (
     CoreModel,
@@ -103,6 +103,8 @@ class NodeAffinity(KueueModel):
 class Affinity(CoreModel):
     """Node affinity is typed; pod (anti-)affinity is kept as given."""
 
+    other_fields = frozenset()
+
     node_affinity: NodeAffinity | None = None
     pod_affinity: dict[str, Any] | None = None
     pod_anti_affinity: dict[str, Any] | None = None
@@ -122,6 +124,33 @@ class ResourceRequirements(KueueModel):
 class Container(CoreModel):
     """A container; ``restartPolicy: Always`` on an init container makes it a sidecar."""
 
+    other_fields = frozenset(
+        {
+            "command",
+            "args",
+            "workingDir",
+            "ports",
+            "envFrom",
+            "env",
+            "resizePolicy",
+            "restartPolicyRules",
+            "volumeMounts",
+            "volumeDevices",
+            "livenessProbe",
+            "readinessProbe",
+            "startupProbe",
+            "lifecycle",
+            "terminationMessagePath",
+            "terminationMessagePolicy",
+            "imagePullPolicy",
+            "securityContext",
+            "stdin",
+            "stdinOnce",
+            "tty",
+            "targetContainerName",  # ephemeral containers
+        }
+    )
+
     name: StrictStr
     image: StrictStr | None = None
     resources: ResourceRequirements | None = None
@@ -139,6 +168,10 @@ class PodSchedulingGate(KueueModel):
 
 
 class TopologySpreadConstraint(CoreModel):
+    other_fields = frozenset(
+        {"minDomains", "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys"}
+    )
+
     max_skew: Int32
     topology_key: StrictStr
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
@@ -146,6 +179,37 @@ class TopologySpreadConstraint(CoreModel):
 
 
 class PodSpec(CoreModel):
+    other_fields = frozenset(
+        {
+            "volumes",
+            "ephemeralContainers",
+            "terminationGracePeriodSeconds",
+            "activeDeadlineSeconds",
+            "dnsPolicy",
+            "serviceAccountName",
+            "serviceAccount",
+            "automountServiceAccountToken",
+            "hostNetwork",
+            "hostPID",
+            "hostIPC",
+            "shareProcessNamespace",
+            "securityContext",
+            "imagePullSecrets",
+            "hostname",
+            "subdomain",
+            "hostAliases",
+            "dnsConfig",
+            "readinessGates",
+            "runtimeClassName",
+            "enableServiceLinks",
+            "preemptionPolicy",
+            "setHostnameAsFQDN",
+            "os",
+            "hostUsers",
+            "hostnameOverride",
+        }
+    )
+
     containers: list[Container]
     init_containers: list[Container] | None = None
     overhead: ResourceList | None = None
@@ -164,6 +228,8 @@ class PodSpec(CoreModel):
 
 
 class PodTemplateSpec(CoreModel):
+    other_fields = frozenset()
+
     metadata: ObjectMeta | None = None
     spec: PodSpec
 
@@ -188,14 +254,35 @@ class PodStatus(CoreModel):
 
 
 class Pod(CoreModel):
+    other_fields = frozenset()
+
     api_version: Literal["v1"] = "v1"
     kind: Literal["Pod"] = "Pod"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PodSpec
     status: PodStatus = Field(default_factory=PodStatus)
 
+    @model_validator(mode="after")
+    def _apply_defaults(self) -> Pod:
+        """Kubernetes' ``SetDefaults_Pod`` as far as we model it: a container that sets limits
+        but not requests requests its limits (only for Pods, not for pod templates), and the
+        restart policy defaults to Always."""
+        for container in [*self.spec.containers, *(self.spec.init_containers or [])]:
+            resources = container.resources
+            if resources is None or not resources.limits:
+                continue
+            requests = dict(resources.requests or {})
+            for name, limit in resources.limits.items():
+                requests.setdefault(name, limit)
+            resources.requests = requests
+        if self.spec.restart_policy is None:
+            self.spec.restart_policy = "Always"
+        return self
+
 
 class NodeSpec(CoreModel):
+    other_fields = frozenset({"podCIDRs", "configSource", "externalID"})
+
     unschedulable: StrictBool | None = None
     taints: list[Taint] | None = None
     provider_id: StrictStr | None = Field(default=None, alias="providerID")
@@ -218,6 +305,8 @@ class NodeStatus(CoreModel):
 
 
 class Node(CoreModel):
+    other_fields = frozenset()
+
     api_version: Literal["v1"] = "v1"
     kind: Literal["Node"] = "Node"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -226,6 +315,8 @@ class Node(CoreModel):
 
 
 class NamespaceSpec(CoreModel):
+    other_fields = frozenset()
+
     finalizers: list[StrictStr] | None = None
 
 
@@ -234,6 +325,8 @@ class NamespaceStatus(CoreModel):
 
 
 class Namespace(CoreModel):
+    other_fields = frozenset()
+
     api_version: Literal["v1"] = "v1"
     kind: Literal["Namespace"] = "Namespace"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from kueue_api.models.base import (
+    QUALIFIED_NAME_PATTERN,
     Int64,
     KueueModel,
     LabelMap,
     StrictBool,
     StrictStr,
     Time,
+    list_atomic,
 )
 
 __all__ = [
@@ -53,25 +55,40 @@ class ObjectMeta(KueueModel):
     self_link: StrictStr | None = None
 
 
+def message_is_required(schema: dict[str, Any]) -> None:
+    """In the CRD ``message`` is required, as in Kubernetes; in Python it defaults to ""
+    so code that builds a condition need not spell out an empty message."""
+    schema.setdefault("required", [])
+    if "message" not in schema["required"]:
+        schema["required"].append("message")
+    schema["properties"]["message"].pop("default", None)
+
+
 class Condition(KueueModel):
     """``metav1.Condition``: the standard condition of Kueue's objects."""
 
-    type: StrictStr = Field(max_length=316)
+    model_config = ConfigDict(json_schema_extra=message_is_required)
+
+    type: StrictStr = Field(max_length=316, pattern=QUALIFIED_NAME_PATTERN)
     status: Literal["True", "False", "Unknown"]
     observed_generation: Int64 | None = Field(default=None, ge=0)
     last_transition_time: Time
-    reason: StrictStr = Field(max_length=1024, min_length=1)
+    reason: StrictStr = Field(
+        max_length=1024, min_length=1, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+    )
     message: StrictStr = Field(default="", max_length=32768)
 
 
 class LabelSelectorRequirement(KueueModel):
     key: StrictStr
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
-    values: list[StrictStr] | None = None
+    values: list[StrictStr] | None = Field(default=None, json_schema_extra=list_atomic())
 
 
 class LabelSelector(KueueModel):
     """``metav1.LabelSelector``: ``{}`` selects everything."""
 
     match_labels: LabelMap | None = None
-    match_expressions: list[LabelSelectorRequirement] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = Field(
+        default=None, json_schema_extra=list_atomic()
+    )

@@ -248,7 +248,7 @@ class ConcurrentAdmissionConstraints(KueueModel):
 
 
 class ConcurrentAdmissionMigration(KueueModel):
-    mode: Literal["TryPreferredFlavors", "RetainFirstAdmission"]
+    mode: Literal["TryPreferredFlavors", "RetainFirstAdmission"] = Field(max_length=253)
     constraints: ConcurrentAdmissionConstraints | None = None
 
 

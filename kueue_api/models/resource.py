@@ -31,19 +31,27 @@ AllocationMode = Literal["ExactCount", "All"]
 
 
 class CELDeviceSelector(CoreModel):
+    other_fields = frozenset()
+
     expression: StrictStr
 
 
 class DeviceSelector(CoreModel):
+    other_fields = frozenset()
+
     cel: CELDeviceSelector | None = None
 
 
 class CapacityRequirements(CoreModel):
+    other_fields = frozenset()
+
     requests: ResourceList | None = None
 
 
 class ExactDeviceRequest(CoreModel):
     """One device request; ``count`` defaults to 1 in ExactCount mode, as Kubernetes does."""
+
+    other_fields = frozenset()
 
     device_class_name: StrictStr
     selectors: list[DeviceSelector] | None = None
@@ -59,6 +67,8 @@ class ExactDeviceRequest(CoreModel):
 
 
 class DeviceSubRequest(CoreModel):
+    other_fields = frozenset()
+
     name: StrictStr
     device_class_name: StrictStr
     selectors: list[DeviceSelector] | None = None
@@ -73,18 +83,24 @@ class DeviceSubRequest(CoreModel):
 
 
 class DeviceRequest(CoreModel):
+    other_fields = frozenset()
+
     name: StrictStr
     exactly: ExactDeviceRequest | None = None
     first_available: list[DeviceSubRequest] | None = None
 
 
 class DeviceClaim(CoreModel):
+    other_fields = frozenset()
+
     requests: list[DeviceRequest] | None = None
     constraints: list[dict[str, Any]] | None = None
     config: list[dict[str, Any]] | None = None
 
 
 class ResourceClaimSpec(CoreModel):
+    other_fields = frozenset()
+
     devices: DeviceClaim | None = None
 
 
@@ -95,6 +111,8 @@ class ResourceClaimStatus(CoreModel):
 
 
 class ResourceClaim(CoreModel):
+    other_fields = frozenset()
+
     api_version: Literal["resource.k8s.io/v1"] = "resource.k8s.io/v1"
     kind: Literal["ResourceClaim"] = "ResourceClaim"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -103,11 +121,15 @@ class ResourceClaim(CoreModel):
 
 
 class ResourceClaimTemplateSpec(CoreModel):
+    other_fields = frozenset()
+
     metadata: ObjectMeta | None = None
     spec: ResourceClaimSpec
 
 
 class ResourceClaimTemplate(CoreModel):
+    other_fields = frozenset()
+
     api_version: Literal["resource.k8s.io/v1"] = "resource.k8s.io/v1"
     kind: Literal["ResourceClaimTemplate"] = "ResourceClaimTemplate"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
@@ -115,12 +137,16 @@ class ResourceClaimTemplate(CoreModel):
 
 
 class DeviceClassSpec(CoreModel):
+    other_fields = frozenset()
+
     selectors: list[DeviceSelector] | None = None
     config: list[dict[str, Any]] | None = None
     extended_resource_name: StrictStr | None = None
 
 
 class DeviceClass(CoreModel):
+    other_fields = frozenset()
+
     api_version: Literal["resource.k8s.io/v1"] = "resource.k8s.io/v1"
     kind: Literal["DeviceClass"] = "DeviceClass"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)

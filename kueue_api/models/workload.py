@@ -23,10 +23,11 @@ from kueue_api.models.base import (
     StrictStr,
     Time,
     cel,
+    list_atomic,
     list_map,
 )
 from kueue_api.models.core import PodTemplateSpec, Toleration
-from kueue_api.models.meta import Condition, ObjectMeta
+from kueue_api.models.meta import Condition, ObjectMeta, message_is_required
 from kueue_api.models.queues import (
     API_VERSION,
     AdmissionCheckReference,
@@ -111,7 +112,7 @@ class PodSetTopologyRequest(KueueModel):
     pod_set_slice_size: Int32 | None = Field(default=None, ge=1)
     podset_slice_required_topology_constraints: (
         list[PodsetSliceRequiredTopologyConstraint] | None
-    ) = Field(default=None, max_length=3)
+    ) = Field(default=None, max_length=3, json_schema_extra=list_atomic())
 
 
 class PodSet(KueueModel):
@@ -170,7 +171,9 @@ class TopologyDomainAssignment:
 class TopologyAssignmentSliceLevelIndividualValues(KueueModel):
     prefix: LevelValue | None = None
     suffix: LevelValue | None = None
-    roots: list[LevelValue] = Field(min_length=1, max_length=100000)
+    roots: list[LevelValue] = Field(
+        min_length=1, max_length=100000, json_schema_extra=list_atomic()
+    )
 
 
 class TopologyAssignmentSliceLevelValues(KueueModel):
@@ -202,7 +205,9 @@ class TopologyAssignmentSlicePodCounts(KueueModel):
     )
 
     universal: Int32 | None = Field(default=None, ge=1)
-    individual: list[Int32] | None = Field(default=None, min_length=1, max_length=100000)
+    individual: list[Annotated[Int32, Field(ge=1)]] | None = Field(
+        default=None, min_length=1, max_length=100000, json_schema_extra=list_atomic()
+    )
 
 
 class TopologyAssignmentSlice(KueueModel):
@@ -223,7 +228,9 @@ class TopologyAssignmentSlice(KueueModel):
     )
 
     domain_count: Int32 = Field(ge=1)
-    values_per_level: list[TopologyAssignmentSliceLevelValues] = Field(min_length=1, max_length=16)
+    values_per_level: list[TopologyAssignmentSliceLevelValues] = Field(
+        min_length=1, max_length=16, json_schema_extra=list_atomic()
+    )
     pod_counts: TopologyAssignmentSlicePodCounts
 
     def domains(self) -> list[TopologyDomainAssignment]:
@@ -258,8 +265,10 @@ class TopologyAssignment(KueueModel):
         )
     )
 
-    levels: list[LevelName] = Field(min_length=1, max_length=16)
-    slices: list[TopologyAssignmentSlice] = Field(default_factory=list, max_length=1000)
+    levels: list[LevelName] = Field(min_length=1, max_length=16, json_schema_extra=list_atomic())
+    slices: list[TopologyAssignmentSlice] = Field(
+        default_factory=list, max_length=1000, json_schema_extra=list_atomic()
+    )
 
     def domains(self) -> list[TopologyDomainAssignment]:
         """Every leaf domain with its pod count, in the order the slices list them."""
@@ -341,7 +350,7 @@ class PodSetAssignment(KueueModel):
     resource_usage: ResourceList | None = None
     count: Int32 | None = Field(default=None, ge=0)
     topology_assignment: TopologyAssignment | None = None
-    delayed_topology_request: Literal["Pending", "Ready"] | None = None
+    delayed_topology_request: Literal["Pending", "Ready"] | None = Field(default=None, max_length=7)
 
 
 class Admission(KueueModel):
@@ -366,17 +375,23 @@ class PodSetUpdate(KueueModel):
     labels: LabelMap | None = None
     annotations: LabelMap | None = None
     node_selector: LabelMap | None = None
-    tolerations: list[Toleration] | None = Field(default=None, max_length=8)
+    tolerations: list[Toleration] | None = Field(
+        default=None, max_length=8, json_schema_extra=list_atomic()
+    )
 
 
 class AdmissionCheckState(KueueModel):
+    model_config = ConfigDict(json_schema_extra=message_is_required)
+
     name: AdmissionCheckReference
     state: CheckState
     last_transition_time: Time
     message: StrictStr = Field(default="", max_length=32768)
     requeue_after_seconds: Int32 | None = Field(default=None, ge=0)
     retry_count: Int32 | None = Field(default=None, ge=0)
-    pod_set_updates: list[PodSetUpdate] | None = Field(default=None, max_length=18)
+    pod_set_updates: list[PodSetUpdate] | None = Field(
+        default=None, max_length=18, json_schema_extra=list_atomic()
+    )
 
 
 class PodSetRequest(KueueModel):
@@ -439,7 +454,7 @@ class WorkloadStatus(KueueModel):
     accumulated_past_execution_time_seconds: Int32 | None = None
     scheduling_stats: SchedulingStats | None = None
     nominated_cluster_names: list[Annotated[str, Field(strict=True, max_length=256)]] | None = (
-        Field(default=None, max_length=20)
+        Field(default=None, max_length=20, json_schema_extra=list_atomic())
     )
     cluster_name: Annotated[str, Field(strict=True, max_length=256)] | None = None
     unhealthy_nodes: list[UnhealthyNode] | None = Field(

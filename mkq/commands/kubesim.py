@@ -23,7 +23,9 @@ def kubesim() -> None:
 
 
 @kubesim.command("serve")
-@click.option("--port", type=int, default=0, show_default=True, help="Plain-HTTP port (0: any free).")
+@click.option(
+    "--port", type=int, default=0, show_default=True, help="Plain-HTTP port (0: any free)."
+)
 @click.option(
     "--nodes",
     "nodes",

@@ -43,12 +43,18 @@ from worker_agent.engine.model import (
     StopPolicy,
     Taint,
     Toleration,
-    TopologyAssignment,
-    TopologyDomain,
     TopologyRequest,
     WorkloadSpec,
 )
 from worker_agent.engine.state import EngineState, TopologyView
+from worker_agent.engine.tas.from_api import (
+    assignment_from_api,
+    non_tas_pod_usage,
+    tas_node,
+    tas_required_affinity,
+    tas_toleration,
+    tas_topology_request,
+)
 
 
 def amount(resource: str, quantity: Quantity) -> int:
@@ -332,11 +338,7 @@ def _admission(admission: api.Admission, pod_sets: list[api.PodSet]) -> Admissio
     for psa in admission.pod_set_assignments:
         topology = None
         if psa.topology_assignment is not None:
-            ta = psa.topology_assignment
-            topology = TopologyAssignment(
-                levels=tuple(ta.levels),
-                domains=tuple(TopologyDomain(tuple(d.values), d.count) for d in ta.domains()),
-            )
+            topology = assignment_from_api(psa.topology_assignment)
         assignments.append(
             PodSetAssignment(
                 name=psa.name,
@@ -379,6 +381,9 @@ def workload_from(
                 tolerations=tuple(_toleration(t) for t in pod_spec.tolerations or ()),
                 topology_request=_topology_request(ps.topology_request),
                 validation_error=_validation_error(index, pod_spec),
+                tas_topology=tas_topology_request(ps.topology_request),
+                tas_tolerations=tuple(tas_toleration(t) for t in pod_spec.tolerations or ()),
+                tas_affinity=tas_required_affinity(pod_spec.affinity),
             )
         )
     meta = obj.metadata
@@ -455,12 +460,15 @@ class StateBuilder:
         elif isinstance(obj, api.Topology):
             name = obj.metadata.name or ""
             levels = tuple(level.node_label for level in obj.spec.levels)
-            state.tas.topologies[name] = TopologyView(name, levels)
-            state._dirty = True
+            state.upsert_topology(TopologyView(name, levels))
         elif isinstance(obj, api.Node):
-            state.tas.nodes[obj.metadata.name or ""] = obj
+            state.upsert_node(tas_node(obj))
+        elif isinstance(obj, api.Pod):
+            key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+            usage = non_tas_pod_usage(obj, pod_requests(obj.spec))
+            state.upsert_pod_usage(key, usage)
         elif isinstance(obj, api.Configuration):
-            state.config = config_from(obj)
+            state.set_config(config_from(obj))
         elif isinstance(obj, api.Workload):
             key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
             if is_finished(obj):
@@ -485,9 +493,10 @@ class StateBuilder:
         elif kind == "WorkloadPriorityClass":
             self.priority_classes.pop(name, None)
         elif kind == "Topology":
-            state.tas.topologies.pop(name, None)
-            state._dirty = True
+            state.remove_topology(name)
         elif kind == "Node":
-            state.tas.nodes.pop(name, None)
+            state.remove_node(name)
+        elif kind == "Pod":
+            state.upsert_pod_usage(f"{namespace or 'default'}/{name}", None)
         elif kind == "Workload":
             state.finish_workload(f"{namespace or 'default'}/{name}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from worker_agent.engine.model import ClusterQueueSpec, QueueingStrategy, ResourceGroup
 from worker_agent.engine.queue import PendingQueue
 from worker_agent.engine.quota import QuotaNode, quotas_of
@@ -12,6 +14,7 @@ class ClusterQueueRuntime:
     __slots__ = (
         "active",
         "admitted_count",
+        "assign_ctx",
         "flavor_names",
         "generation",
         "inactive_message",
@@ -43,6 +46,7 @@ class ClusterQueueRuntime:
         self.inactive_message = "Can admit new workloads"
         self.tas_flavors: dict[str, str] = {}
         self.tas_only = False
+        self.assign_ctx: Any = None
 
     @property
     def name(self) -> str:

@@ -9,8 +9,9 @@ lasts only for this cycle; admissions stay.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from worker_agent.engine import topology
 from worker_agent.engine.cluster_queue import ClusterQueueRuntime
 from worker_agent.engine.flavor_assigner import (
     FIT,
@@ -92,7 +93,7 @@ class _Entry:
     cq: ClusterQueueRuntime
     info: WorkloadInfo
     assignment: Assignment | None = None
-    targets: list[str] = field(default_factory=list)
+    targets: tuple[str, ...] = ()
     status: str = ""
     message: str = ""
     reason: str = ""
@@ -178,9 +179,6 @@ def _nominate(state: EngineState, entry: _Entry) -> bool:
         entry.reason = MISCONFIGURED
         return False
     entry.assignment, entry.targets = get_assignments(state, cq, info)
-    info.last_assignment = LastAssignment(
-        tried=entry.assignment.tried, generation=cq.generation, cycle=state.cycle
-    )
     entry.message = entry.assignment.message()
     return True
 
@@ -188,31 +186,33 @@ def _nominate(state: EngineState, entry: _Entry) -> bool:
 def assign_context(state: EngineState, cq: ClusterQueueRuntime) -> AssignContext:
     levels: dict[str, tuple[str, ...]] = {}
     for name in cq.tas_flavors:
-        topology = state.tas.topologies.get(cq.tas_flavors[name])
-        if topology is not None:
-            levels[name] = topology.levels
+        view = state.tas.topologies.get(cq.tas_flavors[name])
+        if view is not None:
+            levels[name] = view.levels
     return AssignContext(
         cq=cq,
         flavors=state.flavors,
         fair_sharing=state.config.fair_sharing,
         ignore_undeclared=state.config.ignore_undeclared_resources,
-        place_topology=None,
+        place_topology=topology.placer(state, cq),
         tas_levels=levels,
     )
 
 
 def get_assignments(
     state: EngineState, cq: ClusterQueueRuntime, info: WorkloadInfo
-) -> tuple[Assignment, list[str]]:
+) -> tuple[Assignment, tuple[str, ...]]:
     """Kueue's getAssignments: full counts first, then partial admission."""
     last = info.last_assignment
     if last is not None and _outdated(last, cq.generation, state.cycle):
         last = info.last_assignment = None
-    ctx = assign_context(state, cq)
+    ctx = cq.assign_ctx
+    if ctx is None:
+        ctx = cq.assign_ctx = assign_context(state, cq)
     full = assign_flavors(ctx, info, None, last)
     mode = full.mode()
     if mode == FIT:
-        return full, []
+        return full, ()
     if info.can_be_partially_admitted():
 
         def fits(counts: list[int]) -> Assignment | None:
@@ -221,8 +221,8 @@ def get_assignments(
 
         found = search_counts(info.spec.pod_sets, fits)
         if found is not None:
-            return found, []
-    return full, []
+            return found, ()
+    return full, ()
 
 
 def _outdated(last: LastAssignment, generation: int, cycle: int) -> bool:
@@ -265,6 +265,24 @@ def _process(
             cq.node.add_usages(reserved)
             undo.append((cq, reserved))
         return None
+    if state.tas.snapshots and not topology.still_fits(state, info, assignment):
+        # Kueue's TASRecomputeAssignmentWithinSchedulingCycle: another workload took the
+        # domains this one was placed on earlier in the cycle; place it again.
+        info.last_assignment = None
+        assignment, entry.targets = get_assignments(state, cq, info)
+        entry.assignment = assignment
+        entry.message = assignment.message()
+        usage = {} if info.has_quota else assignment.usage
+        mode = assignment.mode()
+        if mode == NO_FIT:
+            entry.requeue = NO_FIT_REASON
+            entry.reason = assignment.no_fit_reason or "Pending"
+            return None
+        if mode == PREEMPT and not entry.targets:
+            entry.status = "skipped"
+            entry.message = "Workload no longer fits after processing another workload"
+            entry.reason = WAITING_FOR_QUOTA
+            return None
     if not cq.node.fits(usage):
         entry.status = "skipped"
         entry.message = "Workload no longer fits after processing another workload"
@@ -288,7 +306,9 @@ def _process(
             for ps in assignment.pod_sets
         ),
     )
-    state.record_admission(info, cq, admission, now)
+    state.record_admission(info, cq, admission, usage, now)
+    if any(ps.topology_assignment is not None for ps in admission.pod_sets):
+        topology.record_admission(state, info.spec, admission)
     entry.admitted = True
     return AdmissionDecision(key=info.key, cluster_queue=cq.name, admission=admission, at=now)
 
@@ -323,6 +343,10 @@ def _requeue(state: EngineState, entry: _Entry, now: float, pending: list[Pendin
         immediate = reason != NAMESPACE_MISMATCH
     else:
         immediate = reason in (FAILED_AFTER_NOMINATION, PENDING_PREEMPTION, PREEMPTION_FAILED)
+    if entry.assignment is not None:
+        info.last_assignment = LastAssignment(
+            tried=entry.assignment.tried, generation=cq.generation, cycle=state.cycle
+        )
     info.message = entry.message
     info.reason = entry.reason
     pending.append(PendingUpdate(key=info.key, reason=entry.reason, message=entry.message))

@@ -23,10 +23,10 @@ from worker_agent.engine.model import (
     PodSetSpec,
     PreemptionPolicy,
     ResourceGroup,
-    TopologyAssignment,
 )
 from worker_agent.engine.quota import lowest_fitting_subtree
 from worker_agent.engine.selection import flavor_matches_affinity, untolerated_taint
+from worker_agent.engine.tas.assignment import TopologyAssignment
 from worker_agent.engine.workload import LastAssignment, WorkloadInfo, scaled
 
 # FlavorAssignmentMode, worst to best.

@@ -12,6 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from worker_agent.engine.tas.assignment import TopologyAssignment
+from worker_agent.engine.tas.nodes import NodeSelectorTerm as TASNodeSelectorTerm
+from worker_agent.engine.tas.nodes import Toleration as TASToleration
+from worker_agent.engine.tas.requests import TopologyRequest as TASTopologyRequest
+
 FlavorResource = tuple[str, str]
 """(flavor, resource): the unit of quota."""
 
@@ -222,6 +227,9 @@ class PodSetSpec:
     tolerations: tuple[Toleration, ...] = ()
     topology_request: TopologyRequest | None = None
     validation_error: str | None = None
+    tas_topology: TASTopologyRequest | None = None
+    tas_tolerations: tuple[TASToleration, ...] = ()
+    tas_affinity: tuple[TASNodeSelectorTerm, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,20 +241,6 @@ class PodSetAssignment:
     resource_usage: Mapping[str, int]
     count: int
     topology_assignment: TopologyAssignment | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyDomain:
-    values: tuple[str, ...]
-    count: int
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyAssignment:
-    """Expanded form: one entry per leaf domain."""
-
-    levels: tuple[str, ...]
-    domains: tuple[TopologyDomain, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from worker_agent.engine.amounts import format_amount
-from worker_agent.engine.model import FlavorResource, TopologyAssignment
+from worker_agent.engine.model import FlavorResource
 from worker_agent.engine.state import PENDING_EVALUATION, EngineState
+from worker_agent.engine.tas.assignment import TopologyAssignment
 from worker_agent.engine.workload import WorkloadInfo
 
 PENDING_EVALUATION_MESSAGE = "Workload is pending evaluation in the scheduling queue"

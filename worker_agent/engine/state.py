@@ -27,7 +27,9 @@ from worker_agent.engine.model import (
     WorkloadSpec,
 )
 from worker_agent.engine.quota import QuotaNode, quotas_of, recompute_tree
-from worker_agent.engine.workload import WorkloadInfo, usage_from_admission
+from worker_agent.engine.tas.nodes import TASNode
+from worker_agent.engine.tas.snapshot import TASFlavorSnapshot
+from worker_agent.engine.workload import WorkloadInfo
 
 PENDING_EVALUATION = "PendingEvaluation"
 MISCONFIGURED = "Misconfigured"
@@ -44,10 +46,14 @@ class TopologyView:
 
 @dataclass(slots=True)
 class TasWorld:
-    """What TAS placement reads: topologies and nodes (kept opaque to the quota engine)."""
+    """What TAS placement reads: topologies, nodes, and what non-TAS pods use per node.
+    `snapshots` caches one placement snapshot per TAS flavor, with admitted usage applied;
+    any change to nodes, pods, topologies or flavors drops it."""
 
     topologies: dict[str, TopologyView] = field(default_factory=dict)
-    nodes: dict[str, object] = field(default_factory=dict)
+    nodes: dict[str, TASNode] = field(default_factory=dict)
+    pod_usage: dict[str, tuple[str, dict[str, int]]] = field(default_factory=dict)
+    snapshots: dict[str, TASFlavorSnapshot] = field(default_factory=dict)
 
 
 class EngineState:
@@ -73,12 +79,45 @@ class EngineState:
 
     # --- configuration objects -----------------------------------------------------------
 
+    def set_config(self, config: EngineConfig) -> None:
+        self.config = config
+        self._dirty = True
+
+    def upsert_topology(self, topology: TopologyView) -> None:
+        self.tas.topologies[topology.name] = topology
+        self.tas.snapshots.clear()
+        self._dirty = True
+
+    def remove_topology(self, name: str) -> None:
+        self.tas.topologies.pop(name, None)
+        self.tas.snapshots.clear()
+        self._dirty = True
+
+    def upsert_node(self, node: TASNode) -> None:
+        self.tas.nodes[node.name] = node
+        self.tas.snapshots.clear()
+
+    def remove_node(self, name: str) -> None:
+        self.tas.nodes.pop(name, None)
+        self.tas.snapshots.clear()
+
+    def upsert_pod_usage(self, key: str, usage: tuple[str, dict[str, int]] | None) -> None:
+        """What a pod Kueue did not place uses on its node (None: nothing, or deleted)."""
+        if usage is None:
+            if self.tas.pod_usage.pop(key, None) is not None:
+                self.tas.snapshots.clear()
+            return
+        self.tas.pod_usage[key] = usage
+        self.tas.snapshots.clear()
+
     def upsert_flavor(self, spec: FlavorSpec) -> None:
         self.flavors[spec.name] = spec
+        self.tas.snapshots.clear()
         self._dirty = True
 
     def remove_flavor(self, name: str) -> None:
         self.flavors.pop(name, None)
+        self.tas.snapshots.clear()
         self._dirty = True
 
     def upsert_admission_check(self, spec: AdmissionCheckSpec) -> None:
@@ -160,6 +199,8 @@ class EngineState:
 
     def _attach(self, info: WorkloadInfo) -> None:
         if info.admission is not None:
+            if any(ps.topology_assignment is not None for ps in info.admission.pod_sets):
+                self.tas.snapshots.clear()
             cq = self.cluster_queues.get(info.admission.cluster_queue)
             info.cluster_queue = info.admission.cluster_queue
             if cq is not None:
@@ -183,6 +224,8 @@ class EngineState:
             cq.node.remove_usages(info.usage)
             cq.admitted_count -= 1
             cq.generation += 1
+            if any(ps.topology_assignment is not None for ps in info.admission.pod_sets):
+                self.tas.snapshots.clear()
         else:
             cq.queue.remove(info.key, self.shape_of.get(info.key, -1))
         info.cluster_queue = None
@@ -243,11 +286,16 @@ class EngineState:
         self._enqueue(info)
 
     def record_admission(
-        self, info: WorkloadInfo, cq: ClusterQueueRuntime, admission: Admission, now: float
+        self,
+        info: WorkloadInfo,
+        cq: ClusterQueueRuntime,
+        admission: Admission,
+        usage: dict[FlavorResource, int],
+        now: float,
     ) -> None:
         """Assume an admission decided by a cycle (quota already added to the tree)."""
         info.admission = admission
-        info.usage = usage_from_admission(admission)
+        info.usage = usage
         info.admitted_at = now
         info.cluster_queue = cq.name
         info.message = ""
@@ -319,6 +367,7 @@ class EngineState:
             if cq.node.parent is None:
                 recompute_tree(cq.node, own_usage)
             self._update_status(cq, cyclic)
+            cq.assign_ctx = None
         for key in list(self.parked):
             parked = self.workloads.get(key)
             if parked is not None and parked.admission is None:

@@ -31,6 +31,7 @@ class PodSetInfo:
     tolerations: tuple[JsonObject, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    scheduling_gates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,12 @@ def merge_into_template(template: JsonObject, info: PodSetInfo) -> JsonObject:
         metadata["annotations"] = {**(metadata.get("annotations") or {}), **info.annotations}
     if info.node_selector:
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **info.node_selector}
+    if info.scheduling_gates:
+        gates = list(spec.get("schedulingGates") or [])
+        for gate in info.scheduling_gates:
+            if not any(g.get("name") == gate for g in gates):
+                gates.append({"name": gate})
+        spec["schedulingGates"] = gates
     if info.tolerations:
         tolerations = list(spec.get("tolerations") or [])
         for toleration in info.tolerations:
@@ -127,7 +134,7 @@ def restore_template(template: JsonObject, original: JsonObject) -> JsonObject:
     original_spec = original.get("spec") or {}
     for key, source in (("labels", original_metadata), ("annotations", original_metadata)):
         _put_or_drop(metadata, key, source.get(key))
-    for key in ("nodeSelector", "tolerations"):
+    for key in ("nodeSelector", "tolerations", "schedulingGates"):
         _put_or_drop(spec, key, original_spec.get(key))
     return result
 

@@ -143,3 +143,33 @@ async def test_deactivating_a_running_workload_stops_its_job_and_frees_the_quota
     reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in events}
     assert {("Workload", "QuotaReserved"), ("Workload", "Admitted"), ("Job", "Started")} <= reasons
     assert ("Job", "Stopped") in reasons
+
+
+async def test_a_jobs_priority_class_label_sets_the_workload_priority(
+    client: KubeClient, start_agent: AgentFactory
+) -> None:
+    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(
+        client,
+        [
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": "urgent"},
+                "value": 1000,
+            }
+        ],
+    )
+    await start_agent()
+    job = sample_job("urgent-job")
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "urgent"
+    await apply(client, [job])
+    workload = await wait_until(
+        lambda: workload_of_job(client, "default", "urgent-job"), "the Workload"
+    )
+    assert workload["spec"]["priority"] == 1000
+    assert workload["spec"]["priorityClassRef"] == {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": "urgent",
+    }

@@ -53,7 +53,7 @@ class Kubectl:
             *args,
         ]
 
-    async def __call__(self, *args: str, stdin: str | None = None, timeout: float = 30) -> Result:
+    async def __call__(self, *args: str, stdin: str | None = None, seconds: float = 30) -> Result:
         process = await asyncio.create_subprocess_exec(
             *self.argv(*args),
             stdin=asyncio.subprocess.PIPE if stdin is not None else None,
@@ -61,7 +61,7 @@ class Kubectl:
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(
-            process.communicate(stdin.encode() if stdin is not None else None), timeout
+            process.communicate(stdin.encode() if stdin is not None else None), seconds
         )
         return Result(process.returncode or 0, out.decode(), err.decode())
 
@@ -86,9 +86,7 @@ def kubectl(cluster: RunningCluster, tmp_path: Path) -> Kubectl:
 @pytest.fixture
 async def api_client(cluster: RunningCluster) -> AsyncIterator[client.ApiClient]:
     configuration = client.Configuration()
-    await config.load_kube_config_from_dict(
-        cluster.kubeconfig, client_configuration=configuration
-    )
+    await config.load_kube_config_from_dict(cluster.kubeconfig, client_configuration=configuration)
     async with client.ApiClient(configuration) as api:
         yield api
 

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client, watch
+from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim import ClusterSpec, RunningCluster, run_clusters
@@ -52,11 +52,15 @@ async def test_create_semantics(api_client: client.ApiClient) -> None:
     assert made.metadata.name.startswith("cm-") and len(made.metadata.name) == 8
     assert made.metadata.uid and made.metadata.creation_timestamp is not None
     with pytest.raises(ApiException) as exists:
-        await core.create_namespaced_config_map("default", {"metadata": {"name": made.metadata.name}})
+        await core.create_namespaced_config_map(
+            "default", {"metadata": {"name": made.metadata.name}}
+        )
     assert exists.value.status == 409 and "AlreadyExists" in exists.value.body
     with pytest.raises(ApiException) as missing:
         await core.create_namespaced_config_map("nowhere", config_map("x"))
-    assert missing.value.status == 404 and 'namespaces \\"nowhere\\" not found' in missing.value.body
+    assert (
+        missing.value.status == 404 and 'namespaces \\"nowhere\\" not found' in missing.value.body
+    )
     with pytest.raises(ApiException) as bad_name:
         await core.create_namespaced_config_map("default", config_map("Not_Valid"))
     assert bad_name.value.status == 422
@@ -64,11 +68,19 @@ async def test_create_semantics(api_client: client.ApiClient) -> None:
 
 async def test_generation_moves_with_spec_not_metadata(api_client: client.ApiClient) -> None:
     custom = client.CustomObjectsApi(api_client)
-    made = await custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("g"))
+    made = await custom.create_namespaced_custom_object(
+        GROUP, VERSION, "default", PLURAL, widget("g")
+    )
     assert made["metadata"]["generation"] == 1
     assert made["spec"]["color"] == "green"  # defaulted from the schema
     labelled = await custom.patch_namespaced_custom_object(
-        GROUP, VERSION, "default", PLURAL, "g", {"metadata": {"labels": {"a": "b"}}}, _content_type=MERGE
+        GROUP,
+        VERSION,
+        "default",
+        PLURAL,
+        "g",
+        {"metadata": {"labels": {"a": "b"}}},
+        _content_type=MERGE,
     )
     assert labelled["metadata"]["generation"] == 1
     resized = await custom.patch_namespaced_custom_object(
@@ -86,7 +98,9 @@ async def test_status_subresource_isolation(api_client: client.ApiClient) -> Non
 
     made["spec"]["size"] = 2
     made["status"] = {"observed": 1}
-    updated = await custom.replace_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "s", made)
+    updated = await custom.replace_namespaced_custom_object(
+        GROUP, VERSION, "default", PLURAL, "s", made
+    )
     assert updated["spec"]["size"] == 2 and "status" not in updated
 
     updated["spec"]["size"] = 99
@@ -119,7 +133,17 @@ async def test_watch_resumes_from_a_resource_version(api_client: client.ApiClien
     assert seen == [("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
 
 
-async def test_watch_sends_bookmarks_and_honours_timeout(api_client: client.ApiClient) -> None:
+async def test_watch_sends_bookmarks_and_honours_timeout() -> None:
+    async with run_clusters([ClusterSpec(name="bookmarks", bookmark_interval=0.2)]) as clusters:
+        configuration = client.Configuration()
+        await config.load_kube_config_from_dict(
+            clusters[0].kubeconfig, client_configuration=configuration
+        )
+        async with client.ApiClient(configuration) as api_client:
+            await _bookmarks_until_timeout(api_client)
+
+
+async def _bookmarks_until_timeout(api_client: client.ApiClient) -> None:
     core = client.CoreV1Api(api_client)
     listed = await core.list_namespaced_config_map("default")
     types = []
@@ -129,7 +153,7 @@ async def test_watch_sends_bookmarks_and_honours_timeout(api_client: client.ApiC
             "default",
             resource_version=listed.metadata.resource_version,
             allow_watch_bookmarks=True,
-            timeout_seconds=6,
+            timeout_seconds=1,
         ):
             types.append(event["type"])
     assert types and set(types) == {"BOOKMARK"}
@@ -194,7 +218,7 @@ async def test_selectors_and_pagination(api_client: client.ApiClient) -> None:
         if not token:
             break
     assert [len(page) for page in pages] == [3, 3, 1]
-    assert sum(pages, []) == [f"cm-{i}" for i in range(7)]
+    assert [name for page in pages for name in page] == [f"cm-{i}" for i in range(7)]
 
 
 async def test_finalizers_hold_deletion_until_removed(api_client: client.ApiClient) -> None:
@@ -227,7 +251,9 @@ async def test_namespace_deletion_empties_it(api_client: client.ApiClient) -> No
     await eventually(gone, "namespace team to go away")
 
 
-async def test_strategic_merge_patch_merges_containers_by_name(api_client: client.ApiClient) -> None:
+async def test_strategic_merge_patch_merges_containers_by_name(
+    api_client: client.ApiClient,
+) -> None:
     core = client.CoreV1Api(api_client)
     pod = {
         "metadata": {"name": "p", "labels": {"a": "1"}},
@@ -253,7 +279,11 @@ async def test_strategic_merge_patch_merges_containers_by_name(api_client: clien
 async def test_scheduler_respects_gates_selectors_taints_and_capacity() -> None:
     profile = {
         "nodes": [
-            {"name": "small", "allocatable": {"cpu": "1", "memory": "1Gi"}, "labels": {"size": "s"}},
+            {
+                "name": "small",
+                "allocatable": {"cpu": "1", "memory": "1Gi"},
+                "labels": {"size": "s"},
+            },
             {
                 "name": "tainted",
                 "allocatable": {"cpu": "8", "memory": "8Gi"},
@@ -371,9 +401,7 @@ async def test_suspended_job_has_no_pods_and_managed_by_is_honoured(
 ) -> None:
     batch = client.BatchV1Api(api_client)
     core = client.CoreV1Api(api_client)
-    template = {
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "x:1"}]}
-    }
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "x:1"}]}}
     await batch.create_namespaced_job(
         "default", {"metadata": {"name": "later"}, "spec": {"template": template}}
     )
@@ -418,17 +446,32 @@ async def test_crd_applied_at_runtime_is_served(api_client: client.ApiClient) ->
                     "name": "v1",
                     "served": True,
                     "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
                 }
             ],
         },
     }
     await extensions.create_custom_resource_definition(crd)
     established = await extensions.read_custom_resource_definition("gadgets.test.kubesim.dev")
-    assert any(c.type == "Established" and c.status == "True" for c in established.status.conditions)
+    assert any(
+        c.type == "Established" and c.status == "True" for c in established.status.conditions
+    )
     custom = client.CustomObjectsApi(api_client)
     made = await custom.create_cluster_custom_object(
-        GROUP, VERSION, "gadgets", {"apiVersion": f"{GROUP}/v1", "kind": "Gadget", "metadata": {"name": "x"}, "spec": {"any": 1}}
+        GROUP,
+        VERSION,
+        "gadgets",
+        {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Gadget",
+            "metadata": {"name": "x"},
+            "spec": {"any": 1},
+        },
     )
     assert made["spec"] == {"any": 1}
     await extensions.delete_custom_resource_definition("gadgets.test.kubesim.dev")
@@ -438,7 +481,9 @@ async def test_crd_applied_at_runtime_is_served(api_client: client.ApiClient) ->
 
 
 async def test_no_tasks_outlive_the_clusters() -> None:
-    async with run_clusters([ClusterSpec(name="a", crds=[WIDGETS_CRD]), ClusterSpec(name="b")]) as clusters:
+    async with run_clusters(
+        [ClusterSpec(name="a", crds=[WIDGETS_CRD]), ClusterSpec(name="b")]
+    ) as clusters:
         assert clusters[0].url != clusters[1].url
         assert clusters[0].kubeconfig_path.is_file()
     leftovers = [t for t in asyncio.all_tasks() if t.get_name().startswith("kubesim-")]

@@ -58,8 +58,13 @@ async def serve_manager(
 
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(create_app(open_runtime), host="127.0.0.1", port=port, log_level="warning",
-                       lifespan="on")
+        uvicorn.Config(
+            create_app(open_runtime),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+        )
     )
     task = asyncio.create_task(server.serve())
     try:
@@ -77,14 +82,14 @@ async def serve_manager(
         await task
 
 
-async def eventually(check: Any, *, timeout: float = 60.0, interval: float = 0.2) -> Any:
+async def eventually(check: Any, *, within: float = 60.0, interval: float = 0.2) -> Any:
     """Poll an async predicate until it returns something truthy (a wait, not a timing check)."""
-    deadline = asyncio.get_running_loop().time() + timeout
+    deadline = asyncio.get_running_loop().time() + within
     last: Any = None
     while True:
         last = await check()
         if last:
             return last
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s; last value: {last!r}")
+            raise AssertionError(f"condition not met within {within}s; last value: {last!r}")
         await asyncio.sleep(interval)

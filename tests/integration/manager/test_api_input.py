@@ -180,8 +180,14 @@ async def test_agent_reports_need_their_cluster_token_and_are_idempotent(
             "finishes": [],
             "evictions": [],
             "capacity": [
-                {"clusterQueue": "cq", "flavor": "default", "resource": "cpu",
-                 "nominal": "10", "usage": "2", "pending": 1}
+                {
+                    "clusterQueue": "cq",
+                    "flavor": "default",
+                    "resource": "cpu",
+                    "nominal": "10",
+                    "usage": "2",
+                    "pending": 1,
+                }
             ],
         }
         url = "/api/v1/clusters/w1/reports"

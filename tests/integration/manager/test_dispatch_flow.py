@@ -161,14 +161,23 @@ async def test_an_agent_report_can_elect_the_winner_before_the_watch(
         report = {
             "reportId": "w2-1",
             "sentAt": "2026-01-01T00:00:00Z",
-            "admissions": [{"namespace": "default", "name": wl_name, "uid": "",
-                            "clusterQueue": "cq", "admittedAt": "2026-01-01T00:00:00Z",
-                            "podSets": [{"name": "main", "count": 1,
-                                         "flavors": {"cpu": "default"}}]}],
-            "finishes": [], "evictions": [], "capacity": [],
+            "admissions": [
+                {
+                    "namespace": "default",
+                    "name": wl_name,
+                    "uid": "",
+                    "clusterQueue": "cq",
+                    "admittedAt": "2026-01-01T00:00:00Z",
+                    "podSets": [{"name": "main", "count": 1, "flavors": {"cpu": "default"}}],
+                }
+            ],
+            "finishes": [],
+            "evictions": [],
+            "capacity": [],
         }
         response = await manager.client.post(
-            "/api/v1/clusters/w2/reports", json=report,
+            "/api/v1/clusters/w2/reports",
+            json=report,
             headers={"Authorization": f"Bearer {tokens['w2']}"},
         )
         assert response.json() == {"accepted": True, "duplicate": False}
@@ -178,13 +187,23 @@ async def test_an_agent_report_can_elect_the_winner_before_the_watch(
 
         await eventually(job_in_w2)
         finish = {
-            "reportId": "w2-2", "admissions": [], "evictions": [],
-            "finishes": [{"namespace": "default", "name": wl_name, "uid": "",
-                          "state": "Failed", "finishedAt": "2026-01-01T00:01:00Z",
-                          "message": "exit code 1"}],
+            "reportId": "w2-2",
+            "admissions": [],
+            "evictions": [],
+            "finishes": [
+                {
+                    "namespace": "default",
+                    "name": wl_name,
+                    "uid": "",
+                    "state": "Failed",
+                    "finishedAt": "2026-01-01T00:01:00Z",
+                    "message": "exit code 1",
+                }
+            ],
         }
         await manager.client.post(
-            "/api/v1/clusters/w2/reports", json=finish,
+            "/api/v1/clusters/w2/reports",
+            json=finish,
             headers={"Authorization": f"Bearer {tokens['w2']}"},
         )
 

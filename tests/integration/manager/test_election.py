@@ -17,12 +17,26 @@ async def test_concurrent_elections_have_exactly_one_winner(clean_database: str)
     now = datetime.now(UTC)
     try:
         async with sessions.begin() as session:
-            row = await add_workload(session, WorkloadRow(
-                namespace="ns", name="j", kind="Job", uid="u", workload_name="job-j-00000",
-                queue="q", priority=0, source="api", manifest={}, requests={},
-                state=states.DISPATCHED, nominated=["a", "b"], cancel_requested=False,
-                cleanup_pending=False, created_at=now,
-            ))
+            row = await add_workload(
+                session,
+                WorkloadRow(
+                    namespace="ns",
+                    name="j",
+                    kind="Job",
+                    uid="u",
+                    workload_name="job-j-00000",
+                    queue="q",
+                    priority=0,
+                    source="api",
+                    manifest={},
+                    requests={},
+                    state=states.DISPATCHED,
+                    nominated=["a", "b"],
+                    cancel_requested=False,
+                    cleanup_pending=False,
+                    created_at=now,
+                ),
+            )
 
         async def elect(cluster: str) -> bool:
             async with sessions.begin() as session:

@@ -21,14 +21,24 @@ MKQ = str(Path(sys.executable).with_name("mkq"))
 
 
 @contextlib.asynccontextmanager
-async def agent(cluster: RunningCluster, manager: RunningManager, token: str) -> AsyncIterator[
-    asyncio.subprocess.Process
-]:
+async def agent(
+    cluster: RunningCluster, manager: RunningManager, token: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
     process = await asyncio.create_subprocess_exec(
-        MKQ, "agent", "run", "--kubeconfig", str(cluster.kubeconfig_path),
-        "--cluster-name", cluster.name, "--manager-url", manager.url, "--token", token,
+        MKQ,
+        "agent",
+        "run",
+        "--kubeconfig",
+        str(cluster.kubeconfig_path),
+        "--cluster-name",
+        cluster.name,
+        "--manager-url",
+        manager.url,
+        "--token",
+        token,
         "--no-leader-elect",
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
@@ -69,7 +79,7 @@ async def test_jobs_run_exactly_once_with_real_agents(settings: ManagerSettings)
                 done = [i for i in items if i["state"] in ("Succeeded", "Failed")]
                 return items if len(done) == len(names) else None
 
-            items = await eventually(all_done, timeout=120)
+            items = await eventually(all_done, within=120)
             for item in items:
                 assert item["state"] == "Succeeded", item
                 ran = [a for a in item["attempts"] if a["state"] == "Succeeded"]

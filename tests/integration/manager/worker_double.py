@@ -52,23 +52,38 @@ class WorkerDouble:
         """A ResourceFlavor, ClusterQueue and LocalQueue, as a worker of MultiKueue has."""
         objects = [
             ("resourceflavors", None, {"metadata": {"name": "default"}, "spec": {}}),
-            ("clusterqueues", None, {
-                "metadata": {"name": "cq"},
-                "spec": {
-                    "namespaceSelector": {},
-                    "resourceGroups": [{
-                        "coveredResources": ["cpu", "memory"],
-                        "flavors": [{"name": "default", "resources": [
-                            {"name": "cpu", "nominalQuota": "100"},
-                            {"name": "memory", "nominalQuota": "100Gi"},
-                        ]}],
-                    }],
+            (
+                "clusterqueues",
+                None,
+                {
+                    "metadata": {"name": "cq"},
+                    "spec": {
+                        "namespaceSelector": {},
+                        "resourceGroups": [
+                            {
+                                "coveredResources": ["cpu", "memory"],
+                                "flavors": [
+                                    {
+                                        "name": "default",
+                                        "resources": [
+                                            {"name": "cpu", "nominalQuota": "100"},
+                                            {"name": "memory", "nominalQuota": "100Gi"},
+                                        ],
+                                    }
+                                ],
+                            }
+                        ],
+                    },
                 },
-            }),
-            ("localqueues", namespace, {
-                "metadata": {"name": queue, "namespace": namespace},
-                "spec": {"clusterQueue": "cq"},
-            }),
+            ),
+            (
+                "localqueues",
+                namespace,
+                {
+                    "metadata": {"name": queue, "namespace": namespace},
+                    "spec": {"clusterQueue": "cq"},
+                },
+            ),
         ]
         for plural, ns, body in objects:
             body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": _kind(plural), **body}
@@ -99,16 +114,22 @@ class WorkerDouble:
 
     async def admit(self, namespace: str, name: str) -> None:
         """What Kueue writes when it admits: quota reserved, checks Ready, the admission."""
-        await self._status(namespace, name, {
-            "admission": {
-                "clusterQueue": "cq",
-                "podSetAssignments": [{"name": "main", "count": 1, "flavors": {"cpu": "default"}}],
+        await self._status(
+            namespace,
+            name,
+            {
+                "admission": {
+                    "clusterQueue": "cq",
+                    "podSetAssignments": [
+                        {"name": "main", "count": 1, "flavors": {"cpu": "default"}}
+                    ],
+                },
+                "conditions": [
+                    condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in cq"),
+                    condition("Admitted", "True", "Admitted", "The workload is admitted"),
+                ],
             },
-            "conditions": [
-                condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved in cq"),
-                condition("Admitted", "True", "Admitted", "The workload is admitted"),
-            ],
-        })
+        )
 
     async def finish(self, namespace: str, name: str, reason: str = "Succeeded") -> None:
         current = await self.custom.get_namespaced_custom_object(
@@ -119,25 +140,38 @@ class WorkerDouble:
         await self._status(namespace, name, {"conditions": conditions})
 
     async def evict(self, namespace: str, name: str) -> None:
-        await self._status(namespace, name, {
-            "admission": None,
-            "conditions": [
-                condition("QuotaReserved", "False", "Pending", "evicted"),
-                condition("Admitted", "False", "NoReservation", "evicted"),
-                condition("Evicted", "True", "Preempted", "preempted by a higher priority one"),
-            ],
-        })
+        await self._status(
+            namespace,
+            name,
+            {
+                "admission": None,
+                "conditions": [
+                    condition("QuotaReserved", "False", "Pending", "evicted"),
+                    condition("Admitted", "False", "NoReservation", "evicted"),
+                    condition("Evicted", "True", "Preempted", "preempted by a higher priority one"),
+                ],
+            },
+        )
 
     async def complete_job(self, namespace: str, name: str) -> None:
         await self.batch.patch_namespaced_job_status(
-            name, namespace, {"status": {
-                "startTime": now_text(), "completionTime": now_text(), "succeeded": 1,
-                "conditions": [
-                    {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime":
-                     now_text()},
-                    {"type": "Complete", "status": "True", "lastTransitionTime": now_text()},
-                ],
-            }},
+            name,
+            namespace,
+            {
+                "status": {
+                    "startTime": now_text(),
+                    "completionTime": now_text(),
+                    "succeeded": 1,
+                    "conditions": [
+                        {
+                            "type": "SuccessCriteriaMet",
+                            "status": "True",
+                            "lastTransitionTime": now_text(),
+                        },
+                        {"type": "Complete", "status": "True", "lastTransitionTime": now_text()},
+                    ],
+                }
+            },
         )
 
     async def delete_job(self, namespace: str, name: str) -> None:

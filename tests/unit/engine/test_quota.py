@@ -50,9 +50,7 @@ def test_lending_limit_keeps_capacity_local() -> None:
 
 
 def test_borrowing_limit_caps_available_and_potential() -> None:
-    root, nodes = _tree(
-        {"a": ResourceQuota(10_000, borrowing_limit=1_000), "b": ResourceQuota(1_000)}
-    )
+    _, nodes = _tree({"a": ResourceQuota(10_000, borrowing_limit=1_000), "b": ResourceQuota(1_000)})
     a = nodes["a"]
     assert a.potential_available(FR) == 11_000
     assert nodes["b"].potential_available(FR) == 11_000
@@ -63,7 +61,7 @@ def test_borrowing_limit_caps_available_and_potential() -> None:
 
 
 def test_cohort_quota_is_an_extra_shared_pool() -> None:
-    root, nodes = _tree({"a": ResourceQuota(0), "b": ResourceQuota(0)}, ResourceQuota(5_000))
+    _, nodes = _tree({"a": ResourceQuota(0), "b": ResourceQuota(0)}, ResourceQuota(5_000))
     assert nodes["a"].available(FR) == 5_000
     nodes["b"].add_usage(FR, 3_000)
     assert nodes["a"].available(FR) == 2_000

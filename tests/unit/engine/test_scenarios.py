@@ -22,7 +22,6 @@ ROOT = Path(__file__).resolve().parents[3]
 SCENARIO_DIRS = [ROOT.parent / "shared" / "scenarios", ROOT / "tests" / "scenarios"]
 
 NOT_YET: dict[str, str] = {
-    "tas-": "needs issue 9",
     "preemption-": "needs issue 8",
     "dra-": "needs issue 10",
 }
@@ -61,6 +60,46 @@ def _same_quantity(a: Any, b: Any) -> bool:
     return Quantity.parse(str(a)) == Quantity.parse(str(b))
 
 
+def _level_value(
+    values: list[str], levels: list[str], level: str, nodes: dict[str, dict[str, str]]
+) -> str:
+    """The domain at `level` holding a leaf domain (through the node's labels when the
+    assignment names only hostnames)."""
+    if level in levels:
+        return "/".join(values[: levels.index(level) + 1])
+    labels = nodes.get(values[-1], {})
+    assert level in labels, f"node {values[-1]} has no label {level}"
+    return labels[level]
+
+
+def _check_constraints(
+    name: str,
+    constraints: list[dict[str, Any]],
+    got: dict[str, Any] | None,
+    nodes: dict[str, dict[str, str]],
+) -> None:
+    assert got is not None, f"{name}: expected a topology assignment"
+    known = {"level", "sameDomain", "maxDomains", "domainCounts", "countsPerDomain", "multipleOf"}
+    for constraint in constraints:
+        unknown = set(constraint) - known
+        assert not unknown, f"{name}: unknown topologyConstraints keys {sorted(unknown)}"
+        per_domain: dict[str, int] = {}
+        for domain in got["domains"]:
+            key = _level_value(domain["values"], got["levels"], constraint["level"], nodes)
+            per_domain[key] = per_domain.get(key, 0) + domain["count"]
+        if constraint.get("sameDomain"):
+            assert len(per_domain) == 1, f"{name}: pods span {sorted(per_domain)}"
+        if "maxDomains" in constraint:
+            assert len(per_domain) <= constraint["maxDomains"], f"{name}: {per_domain}"
+        if "domainCounts" in constraint:
+            assert sorted(per_domain.values()) == sorted(constraint["domainCounts"]), name
+        if "countsPerDomain" in constraint:
+            assert per_domain == dict(constraint["countsPerDomain"]), name
+        if "multipleOf" in constraint:
+            step = constraint["multipleOf"]
+            assert all(count % step == 0 for count in per_domain.values()), f"{name}: {per_domain}"
+
+
 def _check_topology(name: str, want: dict[str, Any], got: dict[str, Any] | None) -> None:
     assert got is not None, f"{name}: expected a topology assignment"
     levels = list(want["levels"])
@@ -73,6 +112,11 @@ def _check_topology(name: str, want: dict[str, Any], got: dict[str, Any] | None)
 @pytest.mark.parametrize("path", _scenarios())
 def test_scenario(path: Path, tmp_path: Path) -> None:
     objects, expect = _split(path)
+    nodes = {
+        o["metadata"]["name"]: o["metadata"].get("labels") or {}
+        for o in objects
+        if o.get("kind") == "Node"
+    }
     report = _run(objects, tmp_path)["workloads"]
     admitted = {key for key, wl in report.items() if wl["admitted"]}
     expected_admitted = expect.get("admitted") or {}
@@ -93,6 +137,10 @@ def test_scenario(path: Path, tmp_path: Path) -> None:
                 assert _same_quantity(ps_got["resourceUsage"][res], qty), label
             if ps_want.get("topology") is not None:
                 _check_topology(label, ps_want["topology"], ps_got.get("topologyAssignment"))
+            if ps_want.get("topologyConstraints"):
+                _check_constraints(
+                    label, ps_want["topologyConstraints"], ps_got.get("topologyAssignment"), nodes
+                )
     for key in expect.get("pending") or []:
         assert key in report, f"{key}: unknown workload"
         assert not report[key]["admitted"], f"{key} should stay pending"

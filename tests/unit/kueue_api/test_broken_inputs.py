@@ -565,6 +565,78 @@ BROKEN: list[tuple[str, dict[str, Any], str, str]] = [
         "greater than or equal to 0",
     ),
     (
+        "misspelt field in a Job's container",
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "j", "namespace": "n"},
+            "spec": {
+                "template": {
+                    "spec": {"containers": [{"name": "c", "resoures": {"requests": {"cpu": "1"}}}]}
+                }
+            },
+        },
+        "spec.template.spec.containers[0].resoures",
+        "unknown field",
+    ),
+    (
+        "misspelt field in a Workload's pod template",
+        _workload(
+            {
+                "podSets": [
+                    {
+                        "name": "main",
+                        "template": {
+                            "spec": {"containers": [{"name": "c"}], "nodeSelectr": {"a": "b"}}
+                        },
+                    }
+                ]
+            }
+        ),
+        "spec.podSets[0].template.spec.nodeSelectr",
+        "unknown field",
+    ),
+    (
+        "Namespace name that is not a DNS label",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team.a"}},
+        "metadata.name",
+        "RFC 1123 label",
+    ),
+    (
+        "bad resource name in a pod set",
+        _workload(
+            {
+                "podSets": [
+                    {
+                        "name": "main",
+                        "template": {
+                            "spec": {
+                                "containers": [
+                                    {"name": "c", "resources": {"requests": {"nvidia gpu": "1"}}}
+                                ]
+                            }
+                        },
+                    }
+                ]
+            }
+        ),
+        "spec.podSets[0].template.spec.containers[0].resources.requests[nvidia gpu]",
+        "resource name",
+    ),
+    (
+        "Job whose pods restart Always",
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "j", "namespace": "n"},
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "c"}], "restartPolicy": "Always"}}
+            },
+        },
+        "spec.template.spec.restartPolicy",
+        "OnFailure",
+    ),
+    (
         "Configuration with an unknown duration",
         {
             "apiVersion": "config.kueue.x-k8s.io/v1beta2",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ KINDS_BY_SCOPE = {
 }
 
 
+@functools.cache
 def _manifests() -> dict[str, dict[str, Any]]:
     return {spec.kind: crd_manifest(spec) for spec in CRD_SPECS}
 
@@ -220,3 +222,28 @@ def test_kubectl_client_dry_run_accepts_the_crds(tmp_path: Path) -> None:
     assert completed.returncode == 0, completed.stderr
     created = [line for line in completed.stdout.splitlines() if "created (dry run)" in line]
     assert len(created) == len(CRD_SPECS), completed.stdout
+
+
+def _paths(node: Any, prefix: str, out: set[str]) -> None:
+    if not isinstance(node, dict):
+        return
+    for name, child in node.get("properties", {}).items():
+        out.add(f"{prefix}.{name}")
+        _paths(child, f"{prefix}.{name}", out)
+    if isinstance(node.get("items"), dict):
+        _paths(node["items"], f"{prefix}[]", out)
+    if isinstance(node.get("additionalProperties"), dict):
+        _paths(node["additionalProperties"], f"{prefix}{{}}", out)
+
+
+def test_every_field_of_kueues_crds_is_modelled_with_the_same_name() -> None:
+    """Field paths recorded from Kueue's own v1beta2 CRDs (pod templates aside)."""
+    recorded = json.loads(
+        (Path(__file__).parent / "data" / "kueue_v1beta2_field_paths.json").read_text()
+    )
+    for kind, kueue_paths in recorded["kinds"].items():
+        schema = _manifests()[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        ours: set[str] = set()
+        _paths(schema, "", ours)
+        ours = {p for p in ours if ".template." not in p and not p.startswith(".metadata")}
+        assert sorted(ours) == kueue_paths, kind

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kueue_api.loader import load_documents, parse_object
+from kueue_api.loader import load_documents, load_text, parse_object, to_yaml
 
 SHARED = Path("/work/shared")
 EXAMPLE_FILES = sorted((SHARED / "kueue-examples").rglob("*.yaml"))
@@ -74,3 +74,86 @@ def test_unknown_fields_of_core_objects_are_kept() -> None:
     ][0]
     assert "image" in container
     assert "args" in container
+
+
+def test_yaml_dump_of_all_examples_loads_back_equal() -> None:
+    objects = [loaded.obj for loaded in load_documents(ALL_FILES).objects]
+    again = load_text(to_yaml(objects), "dump.yaml")
+    assert again.errors == []
+    assert [loaded.obj for loaded in again.objects] == objects
+
+
+FULL_POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: default
+  labels: {app: web, kueue.x-k8s.io/queue-name: user-queue}
+  annotations: {note: "kept"}
+spec:
+  serviceAccountName: runner
+  securityContext: {runAsNonRoot: true}
+  volumes:
+  - name: data
+    emptyDir: {}
+  initContainers:
+  - name: setup
+    image: busybox
+    command: [sh, -c, "true"]
+    restartPolicy: Always
+    resources: {requests: {cpu: 100m}}
+  containers:
+  - name: main
+    image: nginx:1.27
+    imagePullPolicy: IfNotPresent
+    args: ["--port", "8080"]
+    ports: [{containerPort: 8080, name: http, protocol: TCP}]
+    env: [{name: MODE, value: prod}]
+    volumeMounts: [{name: data, mountPath: /data}]
+    readinessProbe: {httpGet: {path: /, port: 8080}}
+    resources:
+      requests: {cpu: "1", memory: 1Gi}
+      limits: {nvidia.com/gpu: "1"}
+  nodeSelector: {pool: gpu}
+  tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions: [{key: zone, operator: In, values: [a, b]}]
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 10
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector: {matchLabels: {app: web}}
+  topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, minDomains: 2}
+  schedulingGates: [{name: kueue.x-k8s.io/admission}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: single-gpu}]
+  overhead: {cpu: 250m}
+  priorityClassName: high
+status:
+  phase: Pending
+  qosClass: Burstable
+"""
+
+
+def test_a_realistic_pod_loads_keeping_every_field_and_defaulting_requests() -> None:
+    result = load_text(FULL_POD, "pod.yaml")
+    assert result.errors == []
+    (loaded,) = result.objects
+    manifest = loaded.obj.model_dump(by_alias=True, exclude_none=True)
+    main = manifest["spec"]["containers"][0]
+    assert main["ports"] == [{"containerPort": 8080, "name": "http", "protocol": "TCP"}]
+    assert main["readinessProbe"] == {"httpGet": {"path": "/", "port": 8080}}
+    # Kubernetes defaults a Pod's missing requests to its limits.
+    assert main["resources"]["requests"] == {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}
+    assert (
+        manifest["spec"]["affinity"]["podAntiAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        ][0]["weight"]
+        == 10
+    )
+    assert manifest["status"]["qosClass"] == "Burstable"

@@ -11,6 +11,7 @@ from kueue_api import (
     ClusterQueue,
     Configuration,
     Job,
+    Pod,
     ProvisioningRequestConfig,
     Quantity,
     TopologyAssignment,
@@ -67,6 +68,29 @@ def test_job_defaults_are_kubernetes() -> None:
         }
     )
     assert (parallel.spec.parallelism, parallel.spec.completions) == (4, None)
+
+
+def test_pod_requests_default_to_limits_like_kubernetes() -> None:
+    pod = Pod.model_validate(
+        {
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "a",
+                        "resources": {
+                            "limits": {"cpu": "2", "memory": "1Gi"},
+                            "requests": {"cpu": "1"},
+                        },
+                    }
+                ]
+            },
+        }
+    )
+    resources = pod.spec.containers[0].resources
+    assert resources is not None
+    assert resources.requests == {"cpu": Quantity("1"), "memory": Quantity("1Gi")}
+    assert pod.spec.restart_policy == "Always"
 
 
 def test_configuration_defaults_turn_wait_for_pods_ready_on() -> None:
@@ -237,3 +261,60 @@ def test_compact_form_factors_prefix_and_suffix_like_kueue() -> None:
             "podCounts": {"universal": 2},
         }
     ]
+
+
+# -- generated ClusterQueues survive the round trip ------------------------------------------
+
+_quantity_text = st.builds(
+    lambda number, suffix: f"{number}{suffix}",
+    st.integers(0, 10**6),
+    st.sampled_from(["", "m", "k", "Ki", "Mi", "Gi", "e3", "M"]),
+)
+_names = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
+
+
+@st.composite
+def _cluster_queues(draw: st.DrawFn) -> dict[str, object]:
+    resources = draw(st.lists(_names, min_size=1, max_size=4, unique=True))
+    flavors = draw(st.lists(_names, min_size=1, max_size=4, unique=True))
+    cohort = draw(st.one_of(st.none(), _names))
+    groups = [
+        {
+            "coveredResources": resources,
+            "flavors": [
+                {
+                    "name": flavor,
+                    "resources": [
+                        {
+                            "name": resource,
+                            "nominalQuota": draw(_quantity_text),
+                            **({"borrowingLimit": draw(_quantity_text)} if cohort else {}),
+                        }
+                        for resource in resources
+                    ],
+                }
+                for flavor in flavors
+            ],
+        }
+    ]
+    spec: dict[str, object] = {
+        "resourceGroups": groups,
+        "queueingStrategy": draw(st.sampled_from(["StrictFIFO", "BestEffortFIFO"])),
+    }
+    if cohort:
+        spec["cohortName"] = cohort
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": spec,
+    }
+
+
+@given(_cluster_queues())
+def test_generated_cluster_queues_round_trip(document: dict[str, object]) -> None:
+    cq = parse_object(document)
+    dumped = cq.model_dump(by_alias=True, exclude_none=True)
+    again = parse_object(dumped)
+    assert again == cq
+    assert again.model_dump(by_alias=True, exclude_none=True) == dumped

@@ -74,6 +74,7 @@ def test_sum_keeps_the_receivers_format() -> None:
     assert str(Quantity("0") + Quantity("1Gi")) == "1Gi"
     assert str(Quantity("1") - Quantity("250m")) == "750m"
     assert (Quantity("3") * 4).value() == 12
+    assert sum([Quantity("500m"), Quantity("1.5")]) == Quantity("2")
 
 
 # -- properties ------------------------------------------------------------------------------
@@ -87,6 +88,10 @@ _SUFFIX_SCALE = {
     "Ki": Fraction(1024),
     "Mi": Fraction(1024**2),
     "Gi": Fraction(1024**3),
+    "e3": Fraction(1000),
+    "e-3": Fraction(1, 1000),
+    "E6": Fraction(10**6),
+    "n": Fraction(1, 10**9),
 }
 
 _numbers = st.decimals(

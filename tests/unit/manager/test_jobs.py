@@ -55,8 +55,10 @@ def test_a_job_parses_with_total_requests() -> None:
         (lambda j: j["metadata"]["labels"].clear(), "metadata.labels[kueue.x-k8s.io/queue-name]"),
         (lambda j: j["metadata"].update(name="Bad_Name"), "metadata.name"),
         (lambda j: j.update(kind="Pod"), "kind"),
-        (lambda j: j["spec"]["template"]["spec"].update(containers=[]),
-         "spec.template.spec.containers"),
+        (
+            lambda j: j["spec"]["template"]["spec"].update(containers=[]),
+            "spec.template.spec.containers",
+        ),
         (
             lambda j: j["spec"]["template"]["spec"]["containers"][0]["resources"][
                 "requests"
@@ -82,8 +84,13 @@ def test_workload_names_follow_kueue_and_differ_per_uid() -> None:
 
 def test_workload_copy_has_origin_queue_and_pod_set() -> None:
     job = parse_job(JOB)
-    wl = workload_copy(job.manifest, workload_name="job-sample-abcde", origin="mk",
-                       priority_class="high", priority=100)
+    wl = workload_copy(
+        job.manifest,
+        workload_name="job-sample-abcde",
+        origin="mk",
+        priority_class="high",
+        priority=100,
+    )
     assert wl["metadata"]["labels"] == {ORIGIN_LABEL: "mk"}
     assert wl["spec"]["queueName"] == "user-queue"
     assert wl["spec"]["podSets"][0]["count"] == 3

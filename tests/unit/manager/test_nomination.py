@@ -1,4 +1,4 @@
-"""Which clusters get a copy, per dispatch mode (Kueue's AllAtOnce/Incremental, BestFit, External)."""
+"""Which clusters get a copy, per mode: Kueue's AllAtOnce and Incremental, BestFit, External."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kueue_api.models import Node, PodSetTopologyRequest, PodSpec
+from kueue_api.models import Node, Pod, PodSetTopologyRequest, PodSpec
 from worker_agent.engine.tas import (
     HOSTNAME_LABEL,
     DomainAssignment,
@@ -15,6 +15,7 @@ from worker_agent.engine.tas import (
 from worker_agent.engine.tas.from_api import (
     assignment_from_api,
     assignment_to_api,
+    non_tas_pod_usage,
     tas_node,
     tas_required_affinity,
     tas_toleration,
@@ -126,3 +127,28 @@ def test_assignments_round_trip_through_the_status_model() -> None:
         ],
     }
     assert assignment_from_api(status) == assignment
+
+
+def test_only_bound_running_pods_without_tas_annotations_count_as_non_tas_usage() -> None:
+    def pod(**fields: object) -> Pod:
+        doc: dict[str, object] = {
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }
+        doc.update(fields)
+        return Pod.model_validate(doc)
+
+    bound = {"containers": [{"name": "c", "image": "i"}], "nodeName": "x1"}
+    requests = {"cpu": 500}
+    assert non_tas_pod_usage(pod(spec=bound), requests) == ("x1", {"cpu": 500, "pods": 1})
+    assert non_tas_pod_usage(pod(), requests) is None
+    finished = pod(spec=bound, status={"phase": "Succeeded"})
+    assert non_tas_pod_usage(finished, requests) is None
+    tas_pod = pod(
+        spec=bound,
+        metadata={
+            "name": "p",
+            "annotations": {"kueue.x-k8s.io/podset-required-topology": "rack"},
+        },
+    )
+    assert non_tas_pod_usage(tas_pod, requests) is None

@@ -163,3 +163,14 @@ def test_required_levels_and_slices_hold(data: st.DataObject) -> None:
                 key = _domain_of(snapshot, d.values, level)
                 per_domain[key] = per_domain.get(key, 0) + d.count
             assert all(count % layer.size == 0 for count in per_domain.values()), per_domain
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_placement_does_not_depend_on_the_order_nodes_are_listed(data: st.DataObject) -> None:
+    world = data.draw(worlds())
+    reqs = data.draw(requests(world.snapshot.levels))
+    shuffled = data.draw(st.permutations(world.nodes))
+    again = build_snapshot(world.snapshot.levels, shuffled, {})
+    first = find_assignments(build_snapshot(world.snapshot.levels, world.nodes, {}), reqs)
+    assert find_assignments(again, reqs) == first

@@ -50,15 +50,24 @@ How the engine uses it
    Kueue's compact form) and print ``to_expanded(assignment)`` in ``mkq simulate``. After
    admitting, ``snap = snap.with_usage(assignment, per_pod)`` so later workloads see it.
 
+4. A node of an admitted workload failed (``status.unhealthyNodes[0]``): for each podset whose
+   assignment uses it, ``find_replacement(snap, request, assignment, node)`` returns a
+   :class:`NodeReplacement` (new assignment + the added part) or a failure (FailFast: evict
+   with NodeFailures). Kueue keeps the assignment as is for a workload owned by a single Pod
+   (SkipReassignmentForPodOwnedWorkloads, on by default): do not call it then.
+
 From ``kueue_api`` objects, :mod:`worker_agent.engine.tas.from_api` converts: ``tas_node(Node)``
 (Ready condition, cordon, taints, allocatable in Kueue units), ``tas_toleration``,
 ``tas_topology_request(PodSetTopologyRequest)``, ``tas_required_affinity(Affinity)``, and
-``assignment_to_api``/``assignment_from_api`` for ``podSetAssignments[].topologyAssignment``.
+``assignment_to_api``/``assignment_from_api`` for ``podSetAssignments[].topologyAssignment``,
+and ``non_tas_pod_usage(Pod, requests)`` (which pods Kueue counts as non-TAS usage, and how
+much: requests plus one ``pods``; ``non_tas_usage`` amounts always include ``pods``).
 It is a separate module so the placement code never depends on the models.
 
 Semantics follow Kueue 0.20 defaults (TASProfileMixed on: unconstrained uses LeastFreeCapacity;
 TASBalancedPlacement, TASRespectNodeAffinityPreferred off; multi-layer slices on). Not covered:
-failed-node replacement, elastic workload slices, balanced placement.
+elastic workload slices and balanced placement (their gates are off by default), preferred
+node affinity (gate off), ``matchFields`` in required node affinity.
 """
 
 from worker_agent.engine.tas.assignment import (
@@ -88,6 +97,7 @@ from worker_agent.engine.tas.placement import (
     find_assignments_for_workload,
     has_level,
 )
+from worker_agent.engine.tas.replacement import NodeReplacement, find_replacement
 from worker_agent.engine.tas.requests import PodSetTASRequest, SliceLayer, TopologyRequest
 from worker_agent.engine.tas.snapshot import (
     Resources,
@@ -105,6 +115,7 @@ __all__ = [
     "DomainAssignment",
     "EncodingError",
     "FlavorPlacement",
+    "NodeReplacement",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "PlacementFailure",
@@ -125,6 +136,7 @@ __all__ = [
     "find_assignment",
     "find_assignments",
     "find_assignments_for_workload",
+    "find_replacement",
     "from_expanded",
     "from_v1beta2",
     "has_level",

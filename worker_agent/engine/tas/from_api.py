@@ -13,6 +13,7 @@ from typing import Any
 from kueue_api.models import (
     Affinity,
     Node,
+    Pod,
     PodSetTopologyRequest,
 )
 from kueue_api.models import NodeSelectorTerm as ApiNodeSelectorTerm
@@ -103,6 +104,33 @@ def tas_required_affinity(affinity: Affinity | None) -> tuple[NodeSelectorTerm, 
     if required is None:
         return None
     return tuple(_term(term) for term in required.node_selector_terms)
+
+
+TAS_POD_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints",
+)
+
+
+def non_tas_pod_usage(pod: Pod, requests: Mapping[str, int]) -> tuple[str, dict[str, int]] | None:
+    """Where a pod Kueue does not place uses capacity, and how much (its requests plus one pod).
+
+    ``requests`` is the pod's effective request in Kueue units (the engine's ``pod_requests``).
+    ``None`` for pods that do not count: not bound to a node, finished (Succeeded/Failed), or
+    carrying a TAS podset annotation (Kueue's belongsToNonTASCache).
+    """
+    annotations = pod.metadata.annotations or {}
+    if any(key in annotations for key in TAS_POD_ANNOTATIONS):
+        return None
+    node = pod.spec.node_name
+    if not node or (pod.status.phase in ("Succeeded", "Failed")):
+        return None
+    usage = dict(requests)
+    usage["pods"] = usage.get("pods", 0) + 1
+    return node, usage
 
 
 def assignment_to_api(assignment: TopologyAssignment) -> ApiTopologyAssignment:

@@ -7,7 +7,7 @@ down level by level keeping the number of domains used small, and emits the leaf
 
 Every choice (sort keys, tie-breaks, "first smallest domain that fits") follows Kueue's code so
 that the same input gives the same placement. The per-run scratch arrays live in a
-:class:`_Placement` object that never escapes this module.
+:class:`PlacementRun` object that never escapes this module.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ MAX_INT32 = 2**31 - 1
 TAS_PROFILE_MIXED = True
 
 
-class _PlacementError(Exception):
+class PlacementError(Exception):
     """A request Kueue rejects before or during placement; carries Kueue's reason text."""
 
 
@@ -52,11 +52,18 @@ class _Stats:
     total_nodes: int = 0
     node_selector: int = 0
     affinity: int = 0
+    topology_domain: int = 0
     taints: dict[str, int] = field(default_factory=dict)
     resources: dict[str, int] = field(default_factory=dict)
 
     def has_exclusions(self) -> bool:
-        return bool(self.node_selector or self.affinity or self.taints or self.resources)
+        return bool(
+            self.node_selector
+            or self.affinity
+            or self.topology_domain
+            or self.taints
+            or self.resources
+        )
 
     def reasons(self) -> str:
         parts: list[str] = []
@@ -64,6 +71,8 @@ class _Stats:
             parts.append(f"nodeSelector: {self.node_selector}")
         if self.affinity:
             parts.append(f"affinity: {self.affinity}")
+        if self.topology_domain:
+            parts.append(f"topologyDomain: {self.topology_domain}")
         parts.extend(f'taint "{t}": {n}' for t, n in self.taints.items())
         parts.extend(f'resource "{r}": {n}' for r, n in self.resources.items())
         return ", ".join(sorted(parts))
@@ -98,7 +107,22 @@ def _use_least_free(unconstrained: bool) -> bool:
     return unconstrained and TAS_PROFILE_MIXED
 
 
-class _Placement:
+def requested_level_key(levels: tuple[str, ...], request: PodSetTASRequest) -> str | None:
+    """The level placement starts from (Kueue's levelKeyWithImpliedFallback)."""
+    tr = request.topology
+    if tr is not None:
+        if tr.required is not None:
+            return tr.required
+        if tr.preferred is not None:
+            return tr.preferred
+        if tr.slice_only:
+            return levels[0]
+        if tr.unconstrained:
+            return levels[-1]
+    return levels[-1] if request.implied else None
+
+
+class PlacementRun:
     """One run of the algorithm for a worker podset and an optional leader (count 1) podset."""
 
     def __init__(
@@ -108,8 +132,10 @@ class _Placement:
         leader: PodSetTASRequest | None,
         assumed: Mapping[str, Resources],
         simulate_empty: bool,
+        within: str = "",
     ) -> None:
         self.snap = snap
+        self.within = within
         self.tree = snap.tree
         self.workers = workers
         self.leader = leader
@@ -140,41 +166,25 @@ class _Placement:
 
     # -- request validation (Kueue's reasons, in Kueue's order) ---------------------------------
 
-    def _level_key(self) -> str | None:
-        tr = self.workers.topology
-        levels = self.tree.levels
-        if tr is not None:
-            if tr.required is not None:
-                return tr.required
-            if tr.preferred is not None:
-                return tr.preferred
-            if tr.slice_only:
-                return levels[0]
-            if tr.unconstrained:
-                return levels[-1]
-        if self.workers.implied:
-            return levels[-1]
-        return None
-
     def _resolve(self) -> None:
         if self.layers:
             self.slice_size = self.layers[0].size
             if self.slice_size <= 0:
-                raise _PlacementError("slice topology requested, but slice size not provided")
-        key = self._level_key()
+                raise PlacementError("slice topology requested, but slice size not provided")
+        key = requested_level_key(self.tree.levels, self.workers)
         if key is None:
-            raise _PlacementError("topology level not specified")
+            raise PlacementError("topology level not specified")
         level = self.tree.level_index(key)
         if level is None:
-            raise _PlacementError(f"no requested topology level: {key}")
+            raise PlacementError(f"no requested topology level: {key}")
         self.requested_level = level
         slice_key = self.layers[0].topology if self.layers else self.tree.levels[-1]
         slice_level = self.tree.level_index(slice_key)
         if slice_level is None:
-            raise _PlacementError(f"no requested topology level for slices: {slice_key}")
+            raise PlacementError(f"no requested topology level for slices: {slice_key}")
         self.slice_level = slice_level
         if level > slice_level:
-            raise _PlacementError(
+            raise PlacementError(
                 f"podset slice topology {slice_key} is above the podset topology {key}"
             )
         self._build_size_at_level()
@@ -184,16 +194,16 @@ class _Placement:
         for layer in self.layers[1:]:
             inner = self.tree.level_index(layer.topology)
             if inner is None:
-                raise _PlacementError(
+                raise PlacementError(
                     f"no requested topology level for additional slice layer: {layer.topology}"
                 )
             if inner <= prev_level:
-                raise _PlacementError(
+                raise PlacementError(
                     f"additional slice layer topology {layer.topology} must be at a lower level "
                     f"than {self.tree.levels[prev_level]}"
                 )
             if layer.size <= 0 or prev_size % layer.size != 0:
-                raise _PlacementError(
+                raise PlacementError(
                     f"additional slice layer size {layer.size} must evenly divide parent layer "
                     f"size {prev_size}"
                 )
@@ -269,13 +279,15 @@ class _Placement:
         request = _with_pod(self.workers.per_pod)
         capacities = self._capacities()
         feasible = self._feasible_leaves()
+        if self.within:
+            feasible = self._inside_required_domain(feasible)
         leaves: Sequence[int] = range(self.tree.leaf_count) if feasible is None else feasible
         # Identical capacities are shared objects: count each distinct one once.
         chosen = capacities if feasible is None else [capacities[leaf] for leaf in feasible]
-        keys = list(map(id, chosen))
-        distinct = dict(zip(keys, chosen, strict=True))
+        distinct = dict(zip(map(id, chosen), chosen, strict=True))
         memo = {key: _count_in(request, cap) for key, cap in distinct.items()}
-        counts = [memo[key][0] for key in keys]
+        fits = {key: count for key, (count, _) in memo.items()}
+        counts = list(map(fits.__getitem__, map(id, chosen)))
         pod = self.pod
         if feasible is None:
             pod[: len(counts)] = counts
@@ -283,8 +295,8 @@ class _Placement:
             for leaf, count in zip(feasible, counts, strict=True):
                 pod[leaf] = count
         resources = self.stats.resources
-        if any(count == 0 for count, _ in memo.values()):
-            for key in keys:
+        if 0 in fits.values():
+            for key in map(id, chosen):
                 count, limiting = memo[key]
                 if count == 0 and limiting:
                     resources[limiting] = resources.get(limiting, 0) + 1
@@ -302,6 +314,19 @@ class _Placement:
                 rest = left
             self.pwl[leaf] = _count_in(request, rest)[0]
 
+    def _inside_required_domain(self, feasible: list[int] | None) -> list[int]:
+        """Node replacement: keep leaves inside the domain the replacement must stay in."""
+        tree = self.tree
+        target = self.within
+        inside: list[int] = []
+        for leaf in range(tree.leaf_count) if feasible is None else feasible:
+            full = domain_id(tree.values[leaf])
+            if full == target or full.startswith(target + ","):
+                inside.append(leaf)
+            else:
+                self.stats.topology_domain += 1
+        return inside
+
     def _fill_counts(self) -> None:
         self._fill_leaf_counts()
         tree = self.tree
@@ -313,8 +338,12 @@ class _Placement:
         if not leader_required:
             pwl[:leaf_count] = pod[:leaf_count]
         if self.slice_level == last:
-            slc[:leaf_count] = [count // size for count in pod[:leaf_count]]
-            swl[:leaf_count] = [count // size for count in pwl[:leaf_count]]
+            if size == 1:
+                slc[:leaf_count] = pod[:leaf_count]
+                swl[:leaf_count] = pwl[:leaf_count]
+            else:
+                slc[:leaf_count] = [count // size for count in pod[:leaf_count]]
+                swl[:leaf_count] = [count // size for count in pwl[:leaf_count]]
         spans = tree.child_span
         for level in range(last - 1, -1, -1):
             inner = self.size_at_level.get(level + 1)
@@ -463,7 +492,7 @@ class _Placement:
     def _find_level(self, level: int) -> tuple[int, list[int]]:
         domains = self.tree.level_domains[level]
         if not domains:
-            raise _PlacementError(f"no topology domains at level: {self.tree.levels[level]}")
+            raise PlacementError(f"no topology domains at level: {self.tree.levels[level]}")
         ordered = self._sorted_with_leader(domains)
         top = ordered[0]
         slc, swl, ldr = self.slc, self.swl, self.ldr
@@ -482,12 +511,12 @@ class _Placement:
                 if capacity >= slice_count:
                     return level, [dom]
             if self.required:
-                raise _PlacementError(self._not_fit(level, self.pod[ordered[-1]], slice_count))
+                raise PlacementError(self._not_fit(level, self.pod[ordered[-1]], slice_count))
 
         if swl[top] >= slice_count and ldr[top] >= leaders:
             return level, [top]
         if self.required:
-            raise _PlacementError(self._not_fit(level, slc[top], slice_count))
+            raise PlacementError(self._not_fit(level, slc[top], slice_count))
         if level > 0 and not self.unconstrained:
             return self._find_level(level - 1)
         return level, self._spread(level, ordered, slice_count)
@@ -511,7 +540,7 @@ class _Placement:
             remaining -= swl[dom]
             idx += 1
         if remaining_leaders > 0:
-            raise _PlacementError(
+            raise PlacementError(
                 self._not_fit(level, self.leader_count - remaining_leaders, slice_count)
             )
         rest = self._sorted(ordered[idx:])
@@ -524,7 +553,7 @@ class _Placement:
             remaining -= slc[dom]
             i += 1
         if remaining > 0:
-            raise _PlacementError(self._not_fit(level, slice_count - remaining, slice_count))
+            raise PlacementError(self._not_fit(level, slice_count - remaining, slice_count))
         return results
 
     # -- phase 2b: distribute downwards ---------------------------------------------------------
@@ -620,7 +649,7 @@ class _Placement:
             remaining -= pod[dom]
             result.append(dom)
         # Kueue logs "code assumptions violated" and yields no assignment here.
-        raise _PlacementError(
+        raise PlacementError(
             f"unexpected remaining count {remaining} while distributing {count} pods"
         )
 
@@ -732,15 +761,18 @@ def find_assignments(
     for group in groups.values():
         leader, workers = _leader_and_workers(group)
         try:
-            result = _Placement(snapshot, workers, leader, assumed, simulate_empty).run()
-        except _PlacementError as err:
+            result = PlacementRun(snapshot, workers, leader, assumed, simulate_empty).run()
+        except PlacementError as err:
             return FlavorPlacement(
                 assignments=MappingProxyType(placed),
                 failure=PlacementFailure(pod_set=workers.name, reason=str(err)),
             )
         for request in group:
-            placed[request.name] = result[request.name]
-            _add_assumed(assumed, result[request.name], request.per_pod)
+            # Kueue places at most a leader and its workers per group; any further podset of
+            # the group gets no assignment, as in Kueue.
+            if request.name in result:
+                placed[request.name] = result[request.name]
+                _add_assumed(assumed, result[request.name], request.per_pod)
     return FlavorPlacement(assignments=MappingProxyType(placed))
 
 

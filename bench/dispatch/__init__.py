@@ -1,0 +1,1 @@
+"""Dispatch benchmark: N Jobs through the manager's REST API onto kubesim workers with agents."""

@@ -1,0 +1,387 @@
+"""Dispatch throughput, submit-to-admitted latency and worker API writes per workload.
+
+    python -m bench.dispatch.run --jobs 5000 --mode AllAtOnce --mode BestFit
+
+Starts 4 kubesim workers in this process, the manager (`mkq manager serve`) and one agent per
+worker (`mkq agent run`) as subprocesses, on a fresh Postgres database per mode, then submits
+the Jobs through REST as fast as the API takes them and waits until every one has finished and
+every remote copy is gone. Figures come from the manager's own records (created/admitted times)
+and its metric mkq_manager_worker_api_writes_total.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import statistics
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+from cryptography.fernet import Fernet
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import load_kube_config_from_dict
+from rich.console import Console
+from rich.progress import Progress
+from sqlalchemy.engine.url import make_url
+
+from kubesim import ClusterSpec, RunningCluster, run_clusters
+from manager.db.schema import migrate
+from manager.db.session import make_engine
+
+ROOT = Path(__file__).resolve().parents[2]
+CRDS = ROOT / "deploy" / "crds"
+MKQ = str(Path(sys.executable).with_name("mkq"))
+GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
+console = Console(stderr=True)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _setup_queues(cluster: RunningCluster, cpu: str) -> None:
+    configuration = client.Configuration()
+    await load_kube_config_from_dict(cluster.kubeconfig, client_configuration=configuration)
+    async with client.ApiClient(configuration=configuration) as api:
+        custom = client.CustomObjectsApi(api)
+        objects: list[tuple[str, str | None, dict[str, Any]]] = [
+            (
+                "resourceflavors",
+                None,
+                {"kind": "ResourceFlavor", "metadata": {"name": "default"}, "spec": {}},
+            ),
+            (
+                "clusterqueues",
+                None,
+                {
+                    "kind": "ClusterQueue",
+                    "metadata": {"name": "cq"},
+                    "spec": {
+                        "namespaceSelector": {},
+                        "resourceGroups": [
+                            {
+                                "coveredResources": ["cpu"],
+                                "flavors": [
+                                    {
+                                        "name": "default",
+                                        "resources": [{"name": "cpu", "nominalQuota": cpu}],
+                                    }
+                                ],
+                            }
+                        ],
+                    },
+                },
+            ),
+            (
+                "localqueues",
+                "default",
+                {
+                    "kind": "LocalQueue",
+                    "metadata": {"name": "user-queue", "namespace": "default"},
+                    "spec": {"clusterQueue": "cq"},
+                },
+            ),
+        ]
+        for plural, namespace, body in objects:
+            body = {"apiVersion": f"{GROUP}/{VERSION}", **body}
+            with contextlib.suppress(ApiException):
+                if namespace is None:
+                    await custom.create_cluster_custom_object(GROUP, VERSION, plural, body)
+                else:
+                    await custom.create_namespaced_custom_object(
+                        GROUP, VERSION, namespace, plural, body
+                    )
+
+
+def _job(index: int, run_for: str, cpu: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"bench-{index:05d}",
+            "namespace": "default",
+            "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+        },
+        "spec": {
+            "template": {
+                "metadata": {"annotations": {"kubesim.mkq.dev/run-for": run_for}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+                    ],
+                },
+            }
+        },
+    }
+
+
+@contextlib.asynccontextmanager
+async def _database(base_url: str) -> AsyncIterator[str]:
+    name = f"mkq_bench_{secrets.token_hex(4)}"
+    plain = make_url(base_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    admin = await asyncpg.connect(plain)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.close()
+    url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
+    engine = make_engine(url)
+    await migrate(engine)
+    await engine.dispose()
+    try:
+        yield url
+    finally:
+        admin = await asyncpg.connect(plain)
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+LOG_DIR = Path(os.environ.get("MKQ_BENCH_LOG_DIR", "/tmp/mkq-bench-logs"))
+
+
+def _open_log(name: str) -> Any:
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    return (LOG_DIR / f"{name}.log").open("wb")
+
+
+@contextlib.asynccontextmanager
+async def _process(*args: str, env: dict[str, str], log_name: str) -> AsyncIterator[None]:
+    """A subprocess whose output goes to MKQ_BENCH_LOG_DIR/<log_name>.log."""
+    log_file = _open_log(log_name)
+    process = await asyncio.create_subprocess_exec(
+        *args, stdout=log_file, stderr=log_file, env={**os.environ, **env}
+    )
+    try:
+        yield
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+        log_file.close()
+
+
+async def _wait(check: Any, within: float) -> None:
+    deadline = time.monotonic() + within
+    while not await check():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the benchmark did not settle in time")
+        await asyncio.sleep(0.5)
+
+
+def _writes(metrics_text: str) -> float:
+    total = 0.0
+    for line in metrics_text.splitlines():
+        if line.startswith("mkq_manager_worker_api_writes_total{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def run_mode(
+    mode: str,
+    jobs: int,
+    *,
+    base_url: str,
+    workers: int,
+    run_for: str,
+    job_cpu: str,
+    cluster_cpu: str,
+    within: float,
+) -> dict[str, Any]:
+    token = secrets.token_urlsafe(16)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    specs = [ClusterSpec(name=f"w{i + 1}", crds=[CRDS]) for i in range(workers)]
+    async with _database(base_url) as database_url, run_clusters(specs) as clusters:
+        for cluster in clusters:
+            await _setup_queues(cluster, cluster_cpu)
+        env = {
+            "MKQ_API_TOKEN": token,
+            "MKQ_ENCRYPTION_KEY": Fernet.generate_key().decode(),
+            "MKQ_DISPATCHER": mode,
+            "MKQ_RESYNC_SECONDS": "10",
+            "MKQ_GC_SECONDS": "10",
+        }
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(
+                _process(
+                    MKQ,
+                    "manager",
+                    "serve",
+                    "--database-url",
+                    database_url,
+                    "--listen",
+                    f"127.0.0.1:{port}",
+                    env=env,
+                    log_name=f"{mode}-manager",
+                )
+            )
+            api = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+                )
+            )
+
+            async def ready() -> bool:
+                try:
+                    return (await api.get("/readyz")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await _wait(ready, 60)
+            for cluster in clusters:
+                response = await api.post(
+                    "/api/v1/clusters",
+                    json={"name": cluster.name, "kubeconfig": cluster.kubeconfig},
+                )
+                agent_token = response.json()["token"]
+                await stack.enter_async_context(
+                    _process(
+                        MKQ,
+                        "agent",
+                        "run",
+                        "--kubeconfig",
+                        str(cluster.kubeconfig_path),
+                        "--cluster-name",
+                        cluster.name,
+                        "--manager-url",
+                        url,
+                        "--token",
+                        agent_token,
+                        "--no-leader-elect",
+                        env={},
+                        log_name=f"{mode}-agent-{cluster.name}",
+                    )
+                )
+
+            async def connected() -> bool:
+                items = (await api.get("/api/v1/clusters")).json()["items"]
+                return all(c["state"] == "Connected" for c in items)
+
+            await _wait(connected, 60)
+            await asyncio.sleep(3)  # first capacity reports
+            db = await asyncpg.connect(
+                make_url(database_url)
+                .set(drivername="postgresql")
+                .render_as_string(hide_password=False)
+            )
+            started = time.monotonic()
+            with Progress(console=console, transient=True) as progress:
+                submitted = progress.add_task(f"{mode}: submitting", total=jobs)
+                admitted = progress.add_task(f"{mode}: admitted", total=jobs)
+                finished = progress.add_task(f"{mode}: finished", total=jobs)
+                queue: asyncio.Queue[int] = asyncio.Queue()
+                for index in range(jobs):
+                    queue.put_nowait(index)
+
+                async def submitter() -> None:
+                    while not queue.empty():
+                        index = queue.get_nowait()
+                        response = await api.post(
+                            "/api/v1/workloads", json=_job(index, run_for, job_cpu)
+                        )
+                        response.raise_for_status()
+                        progress.advance(submitted)
+
+                async def counts() -> tuple[int, int, int]:
+                    row = await db.fetchrow(
+                        "SELECT count(*) FILTER (WHERE admitted_at IS NOT NULL OR state IN "
+                        "('Succeeded','Failed')), count(*) FILTER (WHERE state IN "
+                        "('Succeeded','Failed')), count(*) FILTER (WHERE cleanup_pending) "
+                        "FROM workloads"
+                    )
+                    return int(row[0]), int(row[1]), int(row[2])
+
+                async def settled() -> bool:
+                    done_admitted, done, cleaning = await counts()
+                    progress.update(admitted, completed=done_admitted)
+                    progress.update(finished, completed=done)
+                    return done == jobs and cleaning == 0
+
+                await asyncio.gather(*(submitter() for _ in range(16)))
+                await _wait(settled, within)
+            wall = time.monotonic() - started
+            await asyncio.sleep(2)  # last deletes counted
+            rows = await db.fetch(
+                "SELECT w.created_at, min(a.admitted_at) AS admitted_at, w.state, "
+                "count(a.id) AS attempts FROM workloads w JOIN dispatch_attempts a "
+                "ON a.workload_id = w.id GROUP BY w.id"
+            )
+            await db.close()
+            metrics = (await api.get("/metrics")).text
+    latencies = sorted(
+        (r["admitted_at"] - r["created_at"]).total_seconds()
+        for r in rows
+        if r["admitted_at"] is not None
+    )
+    admitted_times = [r["admitted_at"] for r in rows if r["admitted_at"] is not None]
+    first_submit = min(r["created_at"] for r in rows)
+    span = (max(admitted_times) - first_submit).total_seconds()
+    writes = _writes(metrics)
+    return {
+        "mode": mode,
+        "jobs": jobs,
+        "workers": workers,
+        "succeeded": sum(1 for r in rows if r["state"] == "Succeeded"),
+        "wallSeconds": round(wall, 1),
+        "admittedPerSecond": round(len(latencies) / span, 1) if span > 0 else None,
+        "submitToAdmittedP50Seconds": round(statistics.median(latencies), 3),
+        "submitToAdmittedP99Seconds": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
+        "workerApiWritesPerWorkload": round(writes / jobs, 2),
+        "copiesPerWorkload": round(sum(r["attempts"] for r in rows) / jobs, 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--mode", action="append", choices=["AllAtOnce", "BestFit", "Incremental"])
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--run-for", default="1s")
+    parser.add_argument("--job-cpu", default="100m")
+    parser.add_argument("--cluster-cpu", default="20")
+    parser.add_argument("--within", type=float, default=1800.0)
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(
+            "MKQ_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+        ),
+    )
+    args = parser.parse_args()
+    results = []
+    for mode in args.mode or ["AllAtOnce", "BestFit"]:
+        result = asyncio.run(
+            run_mode(
+                mode,
+                args.jobs,
+                base_url=args.database_url,
+                workers=args.workers,
+                run_for=args.run_for,
+                job_cpu=args.job_cpu,
+                cluster_cpu=args.cluster_cpu,
+                within=args.within,
+            )
+        )
+        console.print(result)
+        results.append(result)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

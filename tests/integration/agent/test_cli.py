@@ -1,0 +1,75 @@
+"""`mkq agent run` as an operator starts it: serves health, admits, stops cleanly on SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.integration.agent.conftest import (
+    EXAMPLES,
+    apply,
+    is_true,
+    load_yaml,
+    wait_until,
+    workload_of_job,
+)
+from worker_agent.kube_client import KubeClient
+
+GETTING_STARTED = EXAMPLES / "getting-started"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_the_agent_command_admits_and_stops_on_interrupt(
+    cluster: Any, client: KubeClient
+) -> None:
+    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "mkq"),
+        "agent",
+        "run",
+        "--kubeconfig",
+        str(cluster.kubeconfig_path),
+        "--cluster-name",
+        cluster.name,
+        "--metrics-port",
+        str(port),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+
+        async def ready() -> bool:
+            try:
+                async with (
+                    aiohttp.ClientSession() as session,
+                    session.get(f"http://127.0.0.1:{port}/readyz") as response,
+                ):
+                    return response.status == 200
+            except aiohttp.ClientError:
+                return False
+
+        await wait_until(ready, "/readyz to answer 200")
+        await apply(client, [load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]])
+
+        async def admitted() -> bool:
+            workload = await workload_of_job(client, "default", "sample-job")
+            return workload is not None and is_true(workload, "Admitted")
+
+        await wait_until(admitted, "admission by the agent process")
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, stderr = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, stderr.decode()
+    assert "stopped" in stderr.decode()

@@ -1,0 +1,121 @@
+"""The engine's public API as the worker agent uses it: incremental updates, cycles, status."""
+
+from __future__ import annotations
+
+from worker_agent.engine import (
+    EngineState,
+    cluster_queue_status,
+    local_queue_status,
+    run_until_quiescent,
+    schedule,
+)
+from worker_agent.engine.model import (
+    ClusterQueueSpec,
+    FlavorQuotas,
+    FlavorSpec,
+    LabelSelector,
+    LocalQueueSpec,
+    NamespaceSpec,
+    PodSetSpec,
+    ResourceGroup,
+    ResourceQuota,
+    WorkloadSpec,
+)
+
+
+def _state(cpu: int = 4) -> EngineState:
+    state = EngineState()
+    state.upsert_namespace(NamespaceSpec("team"))
+    state.upsert_flavor(FlavorSpec("default"))
+    group = ResourceGroup(("cpu",), (FlavorQuotas("default", {"cpu": ResourceQuota(cpu * 1000)}),))
+    state.upsert_cluster_queue(
+        ClusterQueueSpec("cq", resource_groups=(group,), namespace_selector=LabelSelector())
+    )
+    state.upsert_local_queue(LocalQueueSpec("team", "lq", "cq"))
+    return state
+
+
+def _wl(name: str, cpu: int, created: float = 0.0) -> WorkloadSpec:
+    return WorkloadSpec(
+        namespace="team",
+        name=name,
+        queue_name="lq",
+        pod_sets=(PodSetSpec("main", 1, {"cpu": cpu * 1000}),),
+        creation_time=created,
+    )
+
+
+def test_cycle_admits_and_reports_pending() -> None:
+    state = _state()
+    state.upsert_workload(_wl("a", 3, created=1))
+    result = schedule(state, now=10.0)
+    assert [a.key for a in result.admissions] == ["team/a"]
+    admission = result.admissions[0].admission
+    assert admission.cluster_queue == "cq"
+    assert admission.pod_sets[0].flavors == {"cpu": "default"}
+    assert admission.pod_sets[0].resource_usage == {"cpu": 3000}
+    state.upsert_workload(_wl("b", 2, created=2))
+    result = schedule(state, now=11.0)
+    assert not result.admissions
+    assert result.pending[0].key == "team/b"
+    assert result.pending[0].reason == "WaitingForQuota"
+
+
+def test_finishing_a_workload_readmits_an_inadmissible_one() -> None:
+    state = _state()
+    state.upsert_workload(_wl("a", 3, created=1))
+    state.upsert_workload(_wl("b", 2, created=2))
+    run_until_quiescent(state, now=10.0)
+    assert state.workloads["team/b"].admission is None
+    state.finish_workload("team/a")
+    run = run_until_quiescent(state, now=20.0)
+    assert [a.key for r in run.results for a in r.admissions] == ["team/b"]
+
+
+def test_eviction_returns_the_workload_to_pending() -> None:
+    state = _state()
+    state.upsert_workload(_wl("a", 3))
+    run_until_quiescent(state, now=1.0)
+    state.evict_workload("team/a")
+    assert state.workloads["team/a"].admission is None
+    assert cluster_queue_status(state, "cq").reserving_workloads == 0
+    run = run_until_quiescent(state, now=2.0)
+    assert [a.key for r in run.results for a in r.admissions] == ["team/a"]
+
+
+def test_workload_waits_for_its_local_queue() -> None:
+    state = _state()
+    state.remove_local_queue("team", "lq")
+    state.upsert_workload(_wl("a", 1))
+    assert not run_until_quiescent(state, now=1.0).results[0].admissions
+    state.upsert_local_queue(LocalQueueSpec("team", "lq", "cq"))
+    run = run_until_quiescent(state, now=2.0)
+    assert [a.key for r in run.results for a in r.admissions] == ["team/a"]
+
+
+def test_cluster_queue_and_local_queue_status() -> None:
+    state = _state(cpu=4)
+    state.upsert_workload(_wl("a", 3, created=1))
+    state.upsert_workload(_wl("b", 2, created=2))
+    run_until_quiescent(state, now=1.0)
+    status = cluster_queue_status(state, "cq")
+    assert status.active and status.reason == "Ready"
+    assert status.reserving_workloads == 1
+    assert status.admitted_workloads == 1
+    assert status.pending_workloads == 1
+    usage = status.flavors_reservation[0]
+    assert usage.name == "default"
+    assert usage.resources[0].total == 3000
+    lq = local_queue_status(state, "team", "lq")
+    assert (lq.pending_workloads, lq.reserving_workloads, lq.admitted_workloads) == (1, 1, 1)
+
+
+def test_missing_flavor_makes_the_cluster_queue_inactive_with_a_reason() -> None:
+    state = _state()
+    state.remove_flavor("default")
+    status = cluster_queue_status(state, "cq")
+    assert not status.active
+    assert status.reason == "FlavorNotFound"
+    assert status.message == (
+        "Can't admit new workloads: references missing ResourceFlavor(s): default."
+    )
