@@ -652,13 +652,14 @@ class Api:
 def _same_conditions(old: Any, new: Obj) -> bool:
     if not isinstance(old, dict):
         return False
-    strip = lambda status: {  # noqa: E731
-        **status,
-        "conditions": [
+
+    def strip(status: Obj) -> Obj:
+        conditions = [
             {k: v for k, v in c.items() if k != "lastTransitionTime"}
             for c in status.get("conditions") or []
-        ],
-    }
+        ]
+        return {**status, "conditions": conditions}
+
     return strip(old) == strip(new)
 
 
@@ -668,7 +669,10 @@ def _same_but_times(obj: Obj, current: Obj) -> bool:
     old_fields = current["metadata"].get("managedFields")
     if not new_fields or not old_fields or len(new_fields) != len(old_fields):
         return False
-    strip = lambda entries: [{k: v for k, v in e.items() if k != "time"} for e in entries]  # noqa: E731
+
+    def strip(entries: list[Obj]) -> list[Obj]:
+        return [{k: v for k, v in e.items() if k != "time"} for e in entries]
+
     if strip(new_fields) != strip(old_fields):
         return False
     rest = {**obj, "metadata": {**obj["metadata"], "managedFields": None}}

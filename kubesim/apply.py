@@ -208,7 +208,7 @@ def apply(
         ),
         None,
     )
-    result = merge(base, {k: v for k, v in applied.items() if k != "metadata"}, list_keys)
+    result: Obj = merge(base, {k: v for k, v in applied.items() if k != "metadata"}, list_keys)
     meta = dict(result.get("metadata") or {})
     applied_meta = applied.get("metadata") or {}
     merged_meta = merge(

@@ -27,10 +27,12 @@ from aiohttp import web
 
 from .api import CRD_KEY, Api
 from .errors import ApiError
+from .events import EventRecorder
 from .garbage_collector import GarbageCollector, NamespaceController
 from .job_controller import JobController
 from .kubelet import Kubelet
 from .nodes import load_profile, node_object
+from .reconciler import Controller
 from .resources import Registry
 from .scheduler import Scheduler
 from .server import ApiServer
@@ -63,6 +65,8 @@ class ClusterSpec:
     kubeconfig_scheme: str = "https"
     # Idle watches with allowWatchBookmarks get a BOOKMARK this often (seconds).
     bookmark_interval: float = 5.0
+    # Events from the scheduler, kubelet and job controller (the newest 20,000 are kept).
+    events: bool = True
 
 
 @dataclass
@@ -285,12 +289,13 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
     kubeconfig_path = directory / f"{spec.name}.kubeconfig"
     await asyncio.to_thread(_write_kubeconfig, kubeconfig_path, kubeconfig)
 
-    controllers = [
+    recorder = EventRecorder(api, enabled=spec.events)
+    controllers: list[Controller] = [
         GarbageCollector(api),
         NamespaceController(api),
-        Scheduler(api),
-        Kubelet(api, spec.run_time_scale),
-        JobController(api),
+        Scheduler(api, recorder),
+        Kubelet(api, spec.run_time_scale, recorder),
+        JobController(api, recorder),
     ]
     tasks = [
         asyncio.create_task(controller.run(), name=f"kubesim-{spec.name}-{controller.name}")

@@ -26,6 +26,7 @@ AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscover
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
 _SUBRESOURCE_VERBS = {
+    "log": ["get"],
     "status": ["get", "patch", "update"],
     "binding": ["create"],
     "scale": ["get", "patch", "update"],

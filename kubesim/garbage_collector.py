@@ -4,6 +4,7 @@ controller that empties a terminating namespace before removing it."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from .api import NAMESPACE_KEY
 from .errors import ApiError
@@ -47,7 +48,7 @@ class GarbageCollector(Reconciler):
             if meta.get("deletionTimestamp") and FOREGROUND in (meta.get("finalizers") or ()):
                 for resource_key, namespace, name in dependents:
                     self._delete(resource_key, namespace, name, "Foreground")
-                if not store.dependents.get(uid):
+                if not store.dependents.get(uid) and location is not None:
                     self._drop_finalizer(location, FOREGROUND)
             return
         for resource_key, namespace, name in dependents:
@@ -80,7 +81,7 @@ class GarbageCollector(Reconciler):
     def _drop_finalizer(self, location: tuple[str, str, str], finalizer: str) -> None:
         resource_key, namespace, name = location
 
-        def change(obj: dict) -> bool:
+        def change(obj: dict[str, Any]) -> bool:
             finalizers = obj["metadata"].get("finalizers") or []
             if finalizer not in finalizers:
                 return False

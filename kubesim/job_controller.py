@@ -18,6 +18,7 @@ from typing import Any
 
 from .api import Api
 from .errors import ApiError
+from .events import EventRecorder
 from .reconciler import Reconciler
 from .scheduling import POD_KEY
 from .store import Event
@@ -26,6 +27,7 @@ from .strategies import DEFAULT_JOB_CONTROLLER
 Obj = dict[str, Any]
 JOB_KEY = "batch/jobs"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+COMPONENT = "job-controller"
 
 
 def _condition(status: Obj, kind: str) -> Obj | None:
@@ -79,8 +81,9 @@ def _format_indexes(indexes: set[int]) -> str:
 class JobController(Reconciler):
     name = "job-controller"
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, recorder: EventRecorder | None = None) -> None:
         super().__init__(api)
+        self.recorder = recorder or EventRecorder(api, enabled=False)
         # job uid -> pod uid -> "Succeeded"/"Failed" (kept after pods are gone, like the
         # finalizer-based tracking of the real controller)
         self.finished_pods: dict[str, dict[str, tuple[str, int | None]]] = {}
@@ -152,7 +155,8 @@ class JobController(Reconciler):
         now = self.api.clock()
         new_status = _copy_status(status)
         if _is_true(status, "Complete") or _is_true(status, "Failed"):
-            self._delete_pods(active)
+            self._delete_pods(active, job)
+            self._expire(key, job)
             return
         indexed = spec.get("completionMode") == "Indexed"
         completions = spec.get("completions")
@@ -161,9 +165,10 @@ class JobController(Reconciler):
         }
 
         if spec.get("suspend"):
-            self._delete_pods(active)
+            self._delete_pods(active, job)
             active = []
             if not _is_true(status, "Suspended"):
+                self.recorder.record(job, "Normal", "Suspended", "Job suspended", COMPONENT)
                 _set_condition(
                     new_status, "Suspended", "True", "JobSuspended", "Job suspended", now
                 )
@@ -172,18 +177,21 @@ class JobController(Reconciler):
         else:
             if _is_true(status, "Suspended"):
                 _set_condition(new_status, "Suspended", "False", "JobResumed", "Job resumed", now)
+                self.recorder.record(job, "Normal", "Resumed", "Job resumed", COMPONENT)
             if not new_status.get("startTime"):
                 new_status["startTime"] = now
             failure = self._failure(spec, new_status, failed, now)
             if failure is not None:
                 reason, message = failure
-                self._delete_pods(active)
+                self._delete_pods(active, job)
                 active = []
+                self.recorder.record(job, "Warning", reason, message, COMPONENT)
                 _set_condition(new_status, "FailureTarget", "True", reason, message, now)
                 _set_condition(new_status, "Failed", "True", reason, message, now)
             elif self._complete(spec, indexed, completions, succeeded, succeeded_indexes, active):
-                self._delete_pods(active)
+                self._delete_pods(active, job)
                 active = []
+                self.recorder.record(job, "Normal", "Completed", "Job completed", COMPONENT)
                 message = "Reached expected number of succeeded pods"
                 _set_condition(
                     new_status, "SuccessCriteriaMet", "True", "CompletionsReached", message, now
@@ -243,6 +251,38 @@ class JobController(Reconciler):
                 return "DeadlineExceeded", "Job was active longer than specified deadline"
         return None
 
+    def _expire(self, key: str, job: Obj) -> None:
+        """The TTL-after-finished controller: delete a finished Job once its TTL passed."""
+        ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
+        if ttl is None:
+            return
+        status = job.get("status") or {}
+        finished = status.get("completionTime") or next(
+            (
+                c.get("lastTransitionTime")
+                for c in status.get("conditions") or []
+                if c.get("type") == "Failed" and c.get("status") == "True"
+            ),
+            None,
+        )
+        if not finished:
+            return
+        at = datetime.fromisoformat(str(finished).replace("Z", "+00:00"))
+        remaining = float(ttl) - (datetime.now(UTC) - at).total_seconds()
+        if remaining > 0:
+            self._deadlines[key] = time.monotonic() + remaining
+            return
+        meta = job["metadata"]
+        try:
+            self.api.delete(
+                self.api.type_for(JOB_KEY),
+                meta["namespace"],
+                meta["name"],
+                {"propagationPolicy": "Background", "preconditions": {"uid": meta["uid"]}},
+            )
+        except ApiError:
+            return
+
     def _arm_deadline(self, key: str, spec: Obj, status: Obj) -> None:
         deadline = spec.get("activeDeadlineSeconds")
         start = status.get("startTime")
@@ -297,12 +337,23 @@ class JobController(Reconciler):
         for index in indexes:
             pod = _pod_from_template(job, index)
             try:
-                created.append(self.api.create(pod_type, job["metadata"]["namespace"], pod))
-            except ApiError:
+                made = self.api.create(pod_type, job["metadata"]["namespace"], pod)
+            except ApiError as error:
+                self.recorder.record(
+                    job, "Warning", "FailedCreate", f"Error creating: {error.message}", COMPONENT
+                )
                 break
+            created.append(made)
+            self.recorder.record(
+                job,
+                "Normal",
+                "SuccessfulCreate",
+                f"Created pod: {made['metadata']['name']}",
+                COMPONENT,
+            )
         return created
 
-    def _delete_pods(self, pods: list[Obj]) -> None:
+    def _delete_pods(self, pods: list[Obj], job: Obj) -> None:
         pod_type = self.api.type_for(POD_KEY)
         for pod in pods:
             try:
@@ -314,6 +365,13 @@ class JobController(Reconciler):
                 )
             except ApiError:
                 continue
+            self.recorder.record(
+                job,
+                "Normal",
+                "SuccessfulDelete",
+                f"Deleted pod: {pod['metadata']['name']}",
+                COMPONENT,
+            )
 
 
 def _index_of(pod: Obj) -> int | None:
@@ -331,7 +389,8 @@ def _pod_ready(pod: Obj) -> bool:
 def _copy_status(status: Obj) -> Obj:
     from .jsoncodec import deep_copy
 
-    return deep_copy(status)
+    copied: Obj = deep_copy(status)
+    return copied
 
 
 def _pod_from_template(job: Obj, index: int | None) -> Obj:

@@ -18,7 +18,8 @@ except ImportError:  # pragma: no cover
 def dumps(value: Any) -> bytes:
     """Compact JSON bytes."""
     if _orjson is not None:
-        return _orjson.dumps(value)
+        encoded: bytes = _orjson.dumps(value)
+        return encoded
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 

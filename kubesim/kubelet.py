@@ -20,6 +20,7 @@ from typing import Any
 from .api import Api
 from .durations import parse_duration
 from .errors import ApiError
+from .events import EventRecorder
 from .scheduling import POD_KEY
 from .store import DELETED, Event
 
@@ -68,8 +69,11 @@ def exit_code(pod: Obj) -> int:
 class Kubelet:
     name = "kubelet"
 
-    def __init__(self, api: Api, run_time_scale: float = 1.0) -> None:
+    def __init__(
+        self, api: Api, run_time_scale: float = 1.0, recorder: EventRecorder | None = None
+    ) -> None:
         self.api = api
+        self.recorder = recorder or EventRecorder(api, enabled=False)
         self.scale = run_time_scale
         self._to_start: dict[tuple[str, str], None] = {}
         self._deadlines: list[tuple[float, str, str, str]] = []  # (when, ns, name, uid)
@@ -165,6 +169,15 @@ class Kubelet:
         except ApiError as error:
             log.debug("starting %s/%s failed: %s", namespace, name, error)
             return
+        if updated is not None:
+            for container in spec.get("containers") or []:
+                self.recorder.record(
+                    updated,
+                    "Normal",
+                    "Started",
+                    f"Started container {container.get('name', '')}",
+                    "kubelet",
+                )
         seconds = run_time(pod)
         if updated is not None and seconds is not None:
             heapq.heappush(

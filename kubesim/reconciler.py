@@ -6,11 +6,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
+from typing import Protocol
 
 from .api import Api
 from .store import Event
 
 log = logging.getLogger("kubesim.controllers")
+
+
+class Controller(Protocol):
+    """What a cluster runs as one of its background tasks."""
+
+    name: str
+
+    async def run(self) -> None: ...
 
 
 class Reconciler:

@@ -105,7 +105,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         True,
         short=("po",),
         categories=("all",),
-        subresources=("status", "binding"),
+        subresources=("status", "binding", "log"),
     ),
     _builtin("", "v1", "secrets", "Secret", True),
     _builtin("", "v1", "configmaps", "ConfigMap", True, short=("cm",)),

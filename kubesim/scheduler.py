@@ -11,6 +11,7 @@ from typing import Any
 
 from .api import Api
 from .errors import ApiError
+from .events import EventRecorder
 from .scheduling import NODE_KEY, POD_KEY, bind_pod, node_allocatable, node_rejection, pod_requests
 from .store import DELETED, Event
 
@@ -35,20 +36,38 @@ def _wants_scheduling(pod: Obj) -> bool:
     )
 
 
+def _gated_without_condition(pod: Obj) -> bool:
+    spec = pod.get("spec") or {}
+    if not spec.get("schedulingGates") or spec.get("nodeName"):
+        return False
+    if pod["metadata"].get("deletionTimestamp") or _is_terminal(pod):
+        return False
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return not any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in conditions
+    )
+
+
 class Scheduler:
     name = "scheduler"
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, recorder: EventRecorder | None = None) -> None:
         self.api = api
+        self.recorder = recorder or EventRecorder(api, enabled=False)
         self.placed: dict[PodKey, tuple[str, dict[str, int]]] = {}
         self.used: dict[str, dict[str, int]] = {}
         self.fresh: dict[PodKey, None] = {}  # never tried
         self.blocked: dict[PodKey, None] = {}  # tried, did not fit
         self.retry_blocked = False
+        self.gated: dict[PodKey, None] = {}  # gated pods still lacking PodScheduled=False
         self._wakeup = asyncio.Event()
+        # name -> (node, parsed allocatable); (label key, value) -> node names
+        self.nodes: dict[str, tuple[Obj, dict[str, int]]] = {}
+        self.plain: set[str] = set()  # ready, untainted, schedulable: only capacity matters
+        self.by_label: dict[tuple[str, str], set[str]] = {}
         api.store.listeners.append(self._on_event)
         for node in api.store.items(NODE_KEY):
-            self.used.setdefault(node["metadata"]["name"], {})
+            self._track_node(node, None, deleted=False)
         for pod in api.store.items(POD_KEY):
             self._track(pod, None, deleted=False)
 
@@ -62,9 +81,37 @@ class Scheduler:
         if event.key == POD_KEY:
             self._track(event.obj, event.prev, deleted=event.type == DELETED)
         elif event.key == NODE_KEY:
-            self.used.setdefault(event.obj["metadata"]["name"], {})
+            self._track_node(event.obj, event.prev, deleted=event.type == DELETED)
             self.retry_blocked = True
             self._wakeup.set()
+
+    def _track_node(self, node: Obj, prev: Obj | None, *, deleted: bool) -> None:
+        name = node["metadata"]["name"]
+        for old in (prev, self.nodes.get(name, (None, None))[0]):
+            if old is None:
+                continue
+            for item in (old["metadata"].get("labels") or {}).items():
+                self.by_label.get(item, set()).discard(name)
+        self.plain.discard(name)
+        if deleted:
+            self.nodes.pop(name, None)
+            return
+        self.used.setdefault(name, {})
+        self.nodes[name] = (node, node_allocatable(node))
+        if node_rejection({"spec": {}}, node) is None and not (node.get("spec") or {}).get(
+            "taints"
+        ):
+            self.plain.add(name)
+        for item in (node["metadata"].get("labels") or {}).items():
+            self.by_label.setdefault(item, set()).add(name)
+
+    def _candidates(self, pod: Obj) -> list[str]:
+        """Nodes whose labels match the pod's nodeSelector (all nodes without one)."""
+        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+        if not selector:
+            return sorted(self.nodes)
+        sets = [self.by_label.get((str(k), str(v)), set()) for k, v in selector.items()]
+        return sorted(set.intersection(*sets)) if sets else sorted(self.nodes)
 
     def _track(self, pod: Obj, prev: Obj | None, *, deleted: bool) -> None:
         meta = pod["metadata"]
@@ -99,6 +146,9 @@ class Scheduler:
         else:
             self.fresh.pop(key, None)
             self.blocked.pop(key, None)
+            if not deleted and _gated_without_condition(pod):
+                self.gated[key] = None
+                self._wakeup.set()
 
     # ---- the loop ----------------------------------------------------------------------
 
@@ -107,6 +157,9 @@ class Scheduler:
             while True:
                 await self._wakeup.wait()
                 self._wakeup.clear()
+                for namespace, name in list(self.gated):
+                    self.gated.pop((namespace, name), None)
+                    self._mark_gated(namespace, name)
                 batch = list(self.fresh)
                 self.fresh.clear()
                 if self.retry_blocked:
@@ -138,12 +191,19 @@ class Scheduler:
         requests = pod_requests(pod)
         best: tuple[float, str] | None = None
         reasons: dict[str, int] = {}
-        nodes = list(self.api.store.items(NODE_KEY))
-        for node in nodes:
-            name = node["metadata"]["name"]
-            rejection = node_rejection(pod, node)
+        candidates = self._candidates(pod)
+        node_count = len(self.nodes)
+        if len(candidates) < node_count:
+            reasons["didn't match Pod's node affinity/selector"] = node_count - len(candidates)
+        spec = pod.get("spec") or {}
+        needs_checks = bool(spec.get("affinity"))
+        for name in candidates:
+            node, allocatable = self.nodes[name]
+            if not needs_checks and name in self.plain:
+                rejection = None
+            else:
+                rejection = node_rejection(pod, node)
             if rejection is None:
-                allocatable = node_allocatable(node)
                 used = self.used.get(name, {})
                 for resource, amount in requests.items():
                     if amount and used.get(resource, 0) + amount > allocatable.get(resource, 0):
@@ -154,27 +214,59 @@ class Scheduler:
             if rejection is not None:
                 reasons[rejection] = reasons.get(rejection, 0) + 1
                 continue
-            score = self._score(node, requests)
+            score = self._score(name, allocatable, requests)
             if best is None or score > best[0] or (score == best[0] and name < best[1]):
                 best = (score, name)
         if best is None:
             self.blocked[key] = None
-            self._mark_unschedulable(pod, len(nodes), reasons)
+            self._mark_unschedulable(pod, node_count, reasons)
             return
         try:
-            bind_pod(self.api, key[0], key[1], best[1])
+            bound = bind_pod(self.api, key[0], key[1], best[1])
         except ApiError as error:
             log.debug("binding %s/%s failed: %s", key[0], key[1], error)
+            return
+        self.recorder.record(
+            bound,
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {key[0]}/{key[1]} to {best[1]}",
+            "default-scheduler",
+        )
 
-    def _score(self, node: Obj, requests: dict[str, int]) -> float:
-        allocatable = node_allocatable(node)
-        used = self.used.get(node["metadata"]["name"], {})
+    def _score(self, name: str, allocatable: dict[str, int], requests: dict[str, int]) -> float:
+        used = self.used.get(name, {})
         score = 0.0
         for resource in ("cpu", "memory"):
             total = allocatable.get(resource, 0)
             if total:
                 score += (total - used.get(resource, 0) - requests.get(resource, 0)) / total
         return score
+
+    def _mark_gated(self, namespace: str, name: str) -> None:
+        """What kube-scheduler reports for a pod it may not schedule yet."""
+        pod = self.api.store.get(POD_KEY, namespace, name)
+        if pod is None or not _gated_without_condition(pod):
+            return
+        now = self.api.clock()
+
+        def change(obj: Obj) -> bool:
+            status = obj.setdefault("status", {})
+            others = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+            others.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": now,
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                }
+            )
+            status["conditions"] = others
+            return True
+
+        self.api.mutate(POD_KEY, namespace, name, change, "status")
 
     def _mark_unschedulable(self, pod: Obj, node_count: int, reasons: dict[str, int]) -> None:
         details = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
@@ -211,3 +303,4 @@ class Scheduler:
 
         meta = pod["metadata"]
         self.api.mutate(POD_KEY, meta.get("namespace") or "", meta["name"], change, "status")
+        self.recorder.record(pod, "Warning", "FailedScheduling", message, "default-scheduler")

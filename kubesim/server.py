@@ -23,6 +23,7 @@ from .errors import (
     unauthorized,
     unsupported_media_type,
 )
+from .protobuf import decode_object
 from .resources import ResourceType
 from .selectors import (
     fields_match,
@@ -35,6 +36,7 @@ from .store import ADDED, DELETED, Event, Watcher
 log = logging.getLogger("kubesim.server")
 
 JSON = "application/json"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
 BOOKMARK_INTERVAL = 5.0
@@ -66,6 +68,8 @@ def _bool(value: str | None) -> bool:
 
 
 def _parse_body(raw: bytes, content_type: str) -> Any:
+    if content_type == PROTOBUF:
+        return decode_object(raw) if raw else None
     if "protobuf" in content_type or "cbor" in content_type:
         raise unsupported_media_type(content_type)
     if not raw:
@@ -287,6 +291,16 @@ class ApiServer:
                 },
                 201,
             )
+        if route.subresource == "log":
+            if method != "GET":
+                raise method_not_allowed()
+            return web.Response(
+                text=_pod_log(
+                    self.api.get(rt, route.namespace, route.name),
+                    request.query.get("container", ""),
+                ),
+                content_type="text/plain",
+            )
         if route.subresource == "finalize":
             current = self.api.get(rt, "", route.name)
             return self._object_response(request, route, current)
@@ -303,7 +317,7 @@ class ApiServer:
         if method == "PATCH":
             content_type = request.content_type
             body = _parse_body(await request.read(), content_type)
-            existed = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR) and (
+            existed: bool = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR) and (
                 self.api.store.get(rt.key, route.namespace if rt.namespaced else "", route.name)
                 is not None
             )
@@ -317,8 +331,8 @@ class ApiServer:
                 route.subresource,
                 options,
             )
-            created = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR) and not existed
-            return self._object_response(request, route, patched, 201 if created else 200)
+            fresh = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR) and not existed
+            return self._object_response(request, route, patched, 201 if fresh else 200)
         if method == "DELETE":
             raw = await request.read()
             delete_options = _parse_body(raw, request.content_type) or {}
@@ -575,6 +589,29 @@ def _encode_events(events: list[tuple[str, Event]], api_version: str | None, enc
                 obj = {**obj, "apiVersion": api_version}
             lines.append(jsoncodec.dumps({"type": event_type, "object": obj}) + b"\n")
     return b"".join(lines)
+
+
+def _pod_log(pod: dict[str, Any], container: str) -> str:
+    """kubesim runs no containers; the log says what the simulated kubelet did."""
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+    chosen = container or (names[0] if names else "")
+    if chosen not in names:
+        raise bad_request(f"container {chosen} is not valid for pod {pod['metadata']['name']}")
+    status: dict[str, Any] = next((s for s in statuses if s.get("name") == chosen), {})
+    state = status.get("state") or {}
+    lines = [f"kubesim: simulated container {chosen} ({status.get('image', '')})"]
+    if "running" in state:
+        lines.append(f"kubesim: running since {state['running'].get('startedAt')}")
+    if "terminated" in state:
+        terminated = state["terminated"]
+        lines.append(
+            f"kubesim: exited with code {terminated.get('exitCode')} at "
+            f"{terminated.get('finishedAt')}"
+        )
+    if not state:
+        lines.append("kubesim: not started")
+    return "\n".join(lines) + "\n"
 
 
 def _write_options(query: Any) -> WriteOptions:

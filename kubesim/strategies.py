@@ -359,7 +359,7 @@ def _without(spec: Obj, fields: tuple[str, ...]) -> Obj:
 def _pod_update(new: Obj, old: Obj) -> Causes:
     old_spec = old.get("spec") or {}
     new_spec = new.get("spec") or {}
-    mutable = _POD_MUTABLE
+    mutable: tuple[str, ...] = _POD_MUTABLE
     if old_spec.get("schedulingGates"):
         mutable = mutable + _POD_MUTABLE_WHILE_GATED
     if old_spec.get("schedulingGates") is None and new_spec.get("schedulingGates"):
@@ -410,7 +410,8 @@ def raise_if(causes: Causes, resource_type: ResourceType, name: str) -> None:
 
 
 def copy_object(obj: Obj) -> Obj:
-    return deep_copy(obj)
+    copied: Obj = deep_copy(obj)
+    return copied
 
 
 __all__ = ["ApiError"]

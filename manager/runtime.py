@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -16,6 +17,12 @@ from manager.metrics import ManagerMetrics
 from manager.settings import ManagerSettings
 
 
+class Source(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 @dataclass
 class ManagerRuntime:
     settings: ManagerSettings
@@ -25,10 +32,19 @@ class ManagerRuntime:
     metrics: ManagerMetrics
     clock: Clock
     dispatcher: Dispatcher
+    sources: list[Source] = field(default_factory=list)
 
     @classmethod
-    async def open(cls, settings: ManagerSettings, clock: Clock | None = None) -> ManagerRuntime:
-        """Check the schema (SchemaNotMigrated otherwise) and start dispatching."""
+    async def open(
+        cls,
+        settings: ManagerSettings,
+        clock: Clock | None = None,
+        manager_kubeconfig: dict[str, Any] | None = None,
+    ) -> ManagerRuntime:
+        """Check the schema (SchemaNotMigrated otherwise) and start dispatching.
+
+        With `manager_kubeconfig`, the manager cluster's Jobs and MultiKueue objects are read too.
+        """
         cipher = KubeconfigCipher(settings.encryption_key)
         engine = make_engine(settings.database_url)
         try:
@@ -58,8 +74,22 @@ class ManagerRuntime:
         )
         runtime = cls(settings, engine, sessions, cipher, metrics, clock, dispatcher)
         await dispatcher.start()
+        if manager_kubeconfig is not None:
+            # Imported here: the source builds on the runtime, not the other way round.
+            from manager.sources.manager_cluster import ManagerClusterSource
+
+            source = ManagerClusterSource(
+                runtime,
+                manager_kubeconfig,
+                kueue_namespace=settings.kueue_namespace,
+                interval=settings.manager_cluster_seconds,
+            )
+            await source.start()
+            runtime.sources.append(source)
         return runtime
 
     async def close(self) -> None:
+        for source in self.sources:
+            await source.stop()
         await self.dispatcher.stop()
         await self.engine.dispose()

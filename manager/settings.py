@@ -33,6 +33,10 @@ class ManagerSettings(BaseSettings):
     gc_seconds: float = Field(default=60.0, gt=0)
     lost_check_seconds: float = Field(default=5.0, gt=0)
     reconcile_workers: int = Field(default=16, ge=1)
+    # The manager cluster (mkq manager serve --kubeconfig): where MultiKueueCluster Secrets live,
+    # and how often it is re-read.
+    kueue_namespace: str = "kueue-system"
+    manager_cluster_seconds: float = Field(default=2.0, gt=0)
 
     @field_validator("database_url")
     @classmethod

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 
 from worker_agent.cache import Change, object_key
 from worker_agent.controllers.jobs import JobController
+from worker_agent.controllers.pod_groups import PodGroupController
 from worker_agent.controllers.runner import ControllerRunner
 from worker_agent.controllers.topology_ungater import TopologyUngater
 from worker_agent.controllers.workloads import WorkloadController
@@ -48,7 +49,6 @@ from worker_agent.resources import (
     ResourceType,
 )
 from worker_agent.scheduling import SchedulingLoop
-from worker_agent.topology import TAS_LABEL
 from worker_agent.workloads import cluster_queue_of
 from worker_agent.writer import ObjectWriter
 
@@ -60,6 +60,7 @@ ENGINE_RESOURCES: tuple[ResourceType, ...] = (
     RESOURCE_FLAVORS,
     TOPOLOGIES,
     NODES,
+    PODS,
     ADMISSION_CHECKS,
     COHORTS,
     CLUSTER_QUEUES,
@@ -114,7 +115,10 @@ class _LeaderRun:
             for i in agent.integrations
         ]
         self.workloads = WorkloadController(
-            informers, writer, agent.clock, [i.resource for i in agent.integrations]
+            informers, writer, agent.clock, [PODS, *(i.resource for i in agent.integrations)]
+        )
+        self.pod_groups = PodGroupController(
+            informers, writer, recorder, agent.clock, agent.on_finish
         )
         observe = agent.metrics.observe_reconcile
         self.job_runners = [
@@ -123,6 +127,9 @@ class _LeaderRun:
         ]
         self.workload_runner = ControllerRunner(
             "workload", self.workloads.reconcile, agent.config.workers, observe
+        )
+        self.pod_group_runner = ControllerRunner(
+            "pod-group", self.pod_groups.reconcile, agent.config.workers, observe
         )
         self.ungater = TopologyUngater(informers, writer)
         self.ungater_runner = ControllerRunner(
@@ -136,8 +143,14 @@ class _LeaderRun:
         if rt == PODS:
             for key in self.ungater.keys_for_pod(change):
                 self.ungater_runner.enqueue(key)
+            for key in self.pod_groups.keys_for_pod(change):
+                self.pod_group_runner.enqueue(key)
+            for key in self.workloads.keys_for_job(change):
+                self.workload_runner.enqueue(key)
         if rt == WORKLOADS:
             self.workload_runner.enqueue(change.key)
+            for key in self.pod_groups.keys_for_workload(change):
+                self.pod_group_runner.enqueue(key)
             if self.ungater.wants(change):
                 self.ungater_runner.enqueue(change.key)
             for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
@@ -164,6 +177,9 @@ class _LeaderRun:
         for key in informers.cache(WORKLOADS):
             self.workload_runner.enqueue(key)
             self.ungater_runner.enqueue(key)
+        for pod in informers.cache(PODS).values():
+            for key in self.pod_groups.keys_for_pod(Change(object_key(pod), None, pod)):
+                self.pod_group_runner.enqueue(key)
         for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
             for key in informers.cache(controller.rt):
                 runner.enqueue(key)
@@ -184,7 +200,12 @@ class _LeaderRun:
 
     @property
     def _runners(self) -> list[ControllerRunner]:
-        return [*self.job_runners, self.workload_runner, self.ungater_runner]
+        return [
+            *self.job_runners,
+            self.workload_runner,
+            self.ungater_runner,
+            self.pod_group_runner,
+        ]
 
 
 class Agent:
@@ -202,12 +223,8 @@ class Agent:
         self.clock = clock
         self.integrations = integrations or default_integrations()
         self.metrics = AgentMetrics()
-        resources = [*ENGINE_RESOURCES, PODS, *(i.resource for i in self.integrations)]
-        # Only pods of topology-aware admissions concern the agent.
-        selectors = {PODS: f"{TAS_LABEL}=true"}
-        self.informers = InformerSet(
-            client, resources, on_error=self._on_watch_error, selectors=selectors
-        )
+        resources = [*ENGINE_RESOURCES, *(i.resource for i in self.integrations)]
+        self.informers = InformerSet(client, resources, on_error=self._on_watch_error)
         self.writer = ObjectWriter(client, self.informers, on_api_error=self._on_api_error)
         self.recorder = EventRecorder(client, clock)
         self.reporter: Reporter | None = None

@@ -32,12 +32,15 @@ class EngineFeed:
         self.builder = StateBuilder(self.state)
         self.invalid: dict[str, str] = {}
         """Workloads whose JSON the models reject, with why (shown as a pending message)."""
+        self._reserved: dict[str, Any] = {}
+        """The last parsed model of each Workload holding quota in the cluster."""
 
     def apply(self, rt: ResourceType, change: Change, in_flight: Collection[str] = ()) -> None:
         if change.new is None:
             namespace, name = split_key(change.key)
             self.builder.delete(rt.kind, namespace, name)
             self.invalid.pop(change.key, None)
+            self._reserved.pop(change.key, None)
             return
         obj = change.new
         if rt == WORKLOADS:
@@ -51,7 +54,23 @@ class EngineFeed:
                 self.builder.delete(rt.kind, *split_key(change.key))
             return
         self.invalid.pop(change.key, None)
+        if rt == WORKLOADS:
+            if wl.has_quota_reservation(obj) and not wl.is_finished(obj):
+                self._reserved[change.key] = model
+            else:
+                self._reserved.pop(change.key, None)
         self.builder.apply(model)
+
+    def hold_until_released(self, key: str) -> None:
+        """A preempted Workload keeps its quota until the cluster shows it released.
+
+        The engine frees a victim's quota as soon as it decides the preemption; in the cluster
+        its pods still run until its job is stopped. Re-entering the Workload as the cluster
+        still shows it (admitted) keeps the quota held, as Kueue does, so the preemptor waits
+        for the victims to be gone."""
+        model = self._reserved.get(key)
+        if model is not None:
+            self.builder.apply(model)
 
     def _release_if_lost(self, key: str, obj: JsonObject, in_flight: Collection[str]) -> None:
         info = self.state.workloads.get(key)

@@ -44,6 +44,7 @@ from worker_agent.resources import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     NODES,
+    PODS,
     WORKLOADS,
     ResourceType,
 )
@@ -69,6 +70,12 @@ def engine_view(rt: ResourceType, obj: JsonObject) -> object:
     meta = obj.get("metadata") or {}
     if rt == ADMISSION_CHECKS:
         return (obj.get("spec"), obj.get("status"))
+    if rt == PODS:
+        # What TAS counts of pods it does not place: where they run, what they request.
+        spec = obj.get("spec") or {}
+        containers = [c.get("resources") for c in spec.get("containers") or []]
+        phase = (obj.get("status") or {}).get("phase")
+        return (spec.get("nodeName"), phase, containers, meta.get("annotations"))
     if rt == NODES:
         status = obj.get("status") or {}
         return (obj.get("spec"), meta.get("labels"), status.get("allocatable"))
@@ -218,6 +225,8 @@ class SchedulingLoop:
             except Exception:
                 log.exception("%s %s could not enter the engine", rt.kind, change.key)
         result = schedule(feed.state, now.timestamp())
+        for eviction in result.evictions:
+            feed.hold_until_released(eviction.key)
         output = _CycleOutput(result)
         for decision in result.admissions:
             cq = feed.state.cluster_queues.get(decision.cluster_queue)
@@ -252,7 +261,9 @@ class SchedulingLoop:
             if cached is not None and wl.set_pending(cached, pending.reason, pending.message, now):
                 self._spawn(self._write_pending(pending.key, pending.reason, pending.message, now))
         for key, message in output.invalid.items():
-            self._spawn(self._write_pending(key, "Misconfigured", message, now))
+            cached = workloads.get(key)
+            if cached is not None and wl.set_pending(cached, "Misconfigured", message, now):
+                self._spawn(self._write_pending(key, "Misconfigured", message, now))
         for eviction in result.evictions:
             self._spawn(self._write_eviction(eviction, now))
         if output.capacity is not None:

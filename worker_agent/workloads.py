@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from worker_agent.conditions import condition_true, find_condition, set_condition
-from worker_agent.integrations.base import PodSetInfo
+from worker_agent.integrations.base import UNCONSTRAINED_TOPOLOGY, PodSetInfo
 from worker_agent.resources import KUEUE_GROUP, KUEUE_VERSION
 from worker_agent.topology import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
@@ -165,6 +165,9 @@ def pod_set_infos(
         if assignment.get("topologyAssignment"):
             # Pods wait at the topology gate until the ungater gives each its domain.
             gates = (TOPOLOGY_GATE,)
+            request = pod_set.get("topologyRequest") or {}
+            if not any(k in request for k in ("required", "preferred", "unconstrained")):
+                annotations[UNCONSTRAINED_TOPOLOGY] = "true"
             labels.update({TAS_LABEL: "true", PODSET_LABEL: name})
             annotations[WORKLOAD_ANNOTATION] = str((workload.get("metadata") or {}).get("name"))
         infos.append(
@@ -291,4 +294,42 @@ def finish(workload: JsonObject, succeeded: bool, message: str, now: datetime) -
     reason = "Succeeded" if succeeded else "Failed"
     text = message or ("Job finished successfully" if succeeded else "Job failed")
     set_condition(status, FINISHED, True, reason, text, now, _generation(workload))
+    return result
+
+
+PODS_READY = "PodsReady"
+_NOT_READY = "Not all pods are ready or succeeded"
+_RECOVERING = "At least one pod has failed, waiting for recovery"
+_READY = "All pods reached readiness and the workload is running"
+
+
+def pods_ready_condition(workload: JsonObject, pods_ready: bool) -> tuple[bool, str, str]:
+    """The PodsReady condition Kueue's job reconciler keeps: Started/Recovered once every pod
+    is ready or done, WaitForStart before, WaitForRecovery after a pod failed."""
+    if not is_admitted(workload) or is_evicted(workload):
+        return False, "WaitForStart", _NOT_READY
+    current = find_condition(workload, PODS_READY)
+    if pods_ready:
+        recovering = current is not None and current.get("reason") in (
+            "WaitForRecovery",
+            "Recovered",
+        )
+        return True, "Recovered" if recovering else "Started", _READY
+    if current is not None and (
+        current.get("status") == "True" or current.get("reason") == "WaitForRecovery"
+    ):
+        return False, "WaitForRecovery", _RECOVERING
+    return False, "WaitForStart", _NOT_READY
+
+
+def set_pods_ready(workload: JsonObject, pods_ready: bool, now: datetime) -> JsonObject | None:
+    if is_finished(workload):
+        return None
+    value, reason, message = pods_ready_condition(workload, pods_ready)
+    current = find_condition(workload, PODS_READY) or {}
+    wanted = ("True" if value else "False", reason, message)
+    if (current.get("status"), current.get("reason"), current.get("message")) == wanted:
+        return None
+    result, status = _with_status(workload)
+    set_condition(status, PODS_READY, value, reason, message, now, _generation(workload))
     return result

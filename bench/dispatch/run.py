@@ -219,9 +219,15 @@ async def run_mode(
             "MKQ_GC_SECONDS": "10",
         }
         async with contextlib.AsyncExitStack() as stack:
+            profile = os.environ.get("MKQ_BENCH_PROFILE_MANAGER")
+            launcher = (
+                [sys.executable, "-m", "cProfile", "-o", f"{profile}.{mode}", profile]
+                if profile
+                else [MKQ]
+            )
             await stack.enter_async_context(
                 _process(
-                    MKQ,
+                    *launcher,
                     "manager",
                     "serve",
                     "--database-url",
@@ -319,7 +325,7 @@ async def run_mode(
             wall = time.monotonic() - started
             await asyncio.sleep(2)  # last deletes counted
             rows = await db.fetch(
-                "SELECT w.created_at, min(a.admitted_at) AS admitted_at, w.state, "
+                "SELECT w.created_at, w.dispatched_at, w.admitted_at, w.state, "
                 "count(a.id) AS attempts FROM workloads w JOIN dispatch_attempts a "
                 "ON a.workload_id = w.id GROUP BY w.id"
             )
@@ -329,6 +335,11 @@ async def run_mode(
         (r["admitted_at"] - r["created_at"]).total_seconds()
         for r in rows
         if r["admitted_at"] is not None
+    )
+    to_dispatch = sorted(
+        (r["dispatched_at"] - r["created_at"]).total_seconds()
+        for r in rows
+        if r["dispatched_at"] is not None
     )
     admitted_times = [r["admitted_at"] for r in rows if r["admitted_at"] is not None]
     first_submit = min(r["created_at"] for r in rows)
@@ -343,6 +354,7 @@ async def run_mode(
         "admittedPerSecond": round(len(latencies) / span, 1) if span > 0 else None,
         "submitToAdmittedP50Seconds": round(statistics.median(latencies), 3),
         "submitToAdmittedP99Seconds": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
+        "submitToDispatchedP50Seconds": round(statistics.median(to_dispatch), 3),
         "workerApiWritesPerWorkload": round(writes / jobs, 2),
         "copiesPerWorkload": round(sum(r["attempts"] for r in rows) / jobs, 2),
     }

@@ -13,6 +13,8 @@ the floor. The expansion follows Kueue's runner (runner/generator):
   and the topology request its `tasConstraint` asks for;
 - TAS nodes: every combination of level values `<levelName>-<i>`, labelled with each level's
   nodeLabel and `tas-node-group: tas`, allocatable cpu/memory of the lowest level and 110 pods.
+  One difference: `kubernetes.io/hostname` is the node's name, as a kubelet (and kubesim) sets
+  it, where Kueue's generator writes `node-<i>`, which repeats across racks.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ RUNNING_TIME_LABEL = "kueue.x-k8s.io/performance-scheduler-running-ms"
 CLASS_LABEL = "kueue.x-k8s.io/performance-scheduler-class"
 CLEANUP_LABEL = "kueue.x-k8s.io/performance-scheduler-cleanup"
 TAS_NODE_GROUP_LABEL = "tas-node-group"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 TAS_NODE_GROUP_VALUE = "tas"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 POD_SET_NAME = "main"
@@ -129,6 +132,8 @@ class NodeTopology:
             name = "node" + "".join(f"-{value[0]}{value.split('-')[1]}" for value in values)
             labels = {CLEANUP_LABEL: "true", TAS_NODE_GROUP_LABEL: TAS_NODE_GROUP_VALUE}
             labels.update(zip(self.level_labels, values, strict=True))
+            if HOSTNAME_LABEL in labels:
+                labels[HOSTNAME_LABEL] = name  # as a kubelet (and kubesim) sets it
             yield Node(name=name, labels=labels)
 
 

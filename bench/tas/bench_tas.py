@@ -153,7 +153,7 @@ def main() -> None:
         scaling.append(
             (
                 racks_total * 64,
-                measure(racks_total // 10, 10, 64, args.placements // 6, args.repeats),
+                measure(racks_total // 10, 10, 64, args.placements // 3, args.repeats),
             )
         )
 

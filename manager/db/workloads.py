@@ -12,6 +12,7 @@ from sqlalchemy.orm import selectinload
 
 from manager import states
 from manager.db.tables import AttemptRow, WorkloadRow
+from manager.jobs import SubmittedJob
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,39 @@ class WorkloadFilter:
     queue: str | None = None
     cluster: str | None = None
     namespace: str | None = None
+
+
+def new_workload_row(
+    job: SubmittedJob,
+    *,
+    uid: str,
+    workload_name: str,
+    priority: int,
+    source: str,
+    now: datetime,
+    message: str | None = None,
+) -> WorkloadRow:
+    """A Pending workload for a submitted Job, not yet added to a session."""
+    return WorkloadRow(
+        namespace=job.namespace,
+        name=job.name,
+        kind=job.kind,
+        uid=uid,
+        workload_name=workload_name,
+        queue=job.queue,
+        priority_class=job.priority_class,
+        priority=priority,
+        source=source,
+        manifest=job.manifest,
+        requests=job.requests,
+        state=states.PENDING,
+        message=message,
+        nominated=[],
+        cancel_requested=False,
+        cleanup_pending=False,
+        created_at=now,
+        attempts=[],
+    )
 
 
 async def add_workload(session: AsyncSession, row: WorkloadRow) -> WorkloadRow:

@@ -61,6 +61,20 @@ class DispatcherSettings:
     connection: ConnectionSettings = field(default_factory=ConnectionSettings)
 
 
+_UNSEEN: tuple[object, ...] = ("unseen",)
+
+
+def _signature(kind: str, obj: dict[str, Any] | None) -> tuple[object, ...] | None:
+    """The part of a remote object the reconcile acts on."""
+    if obj is None:
+        return None
+    if kind == WORKLOADS:
+        state = workload_copy_state(obj)
+        return (state.admitted, state.finished, state.evicted_reason, state.uid)
+    job = job_state(obj)
+    return (job.finished, job.started, (obj.get("metadata") or {}).get("uid"))
+
+
 @dataclass
 class _Capacity:
     at: datetime
@@ -93,6 +107,8 @@ class Dispatcher:
         self._capacity: dict[str, _Capacity] = {}
         # Copies this manager created and has not yet seen deleted: (cluster, kind, key).
         self._expected: set[tuple[str, str, Key]] = set()
+        # What the reconcile last could have seen of each remote object (see object_changed).
+        self._signatures: dict[tuple[str, str, Key], tuple[object, ...] | None] = {}
         self.started = False
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -173,6 +189,13 @@ class Dispatcher:
         if row is not None and name not in self.connections:
             self._connect(row)
 
+    async def reconnect_cluster(self, name: str) -> None:
+        """Connect anew (its kubeconfig changed); the cluster keeps its workloads."""
+        connection = self.connections.pop(name, None)
+        if connection is not None:
+            await connection.stop()
+        await self.add_cluster(name)
+
     async def remove_cluster(self, name: str) -> list[int]:
         """Forget a cluster; its undecided or running workloads go back to dispatch."""
         connection = self.connections.pop(name, None)
@@ -234,10 +257,21 @@ class Dispatcher:
         workload_id = (
             self._by_workload_name.get(key) if kind == WORKLOADS else self._by_job_name.get(key)
         )
-        if key not in connection.caches[kind]:
+        obj = connection.caches[kind].get(key)
+        if obj is None:
             self._expected.discard((connection.name, kind, key))
-        if workload_id is not None:
-            self._queue.add(workload_id)
+        if workload_id is None:
+            return
+        # Level-based, but only when something the reconcile reads changed: status churn that
+        # does not (pending messages, pod counts) would only cost no-op reconciles.
+        signature = _signature(kind, obj)
+        marker = (connection.name, kind, key)
+        if self._signatures.get(marker, _UNSEEN) == signature:
+            return
+        self._signatures[marker] = signature
+        if obj is None:
+            self._signatures.pop(marker, None)
+        self._queue.add(workload_id)
 
     # ---- workloads in and out ----------------------------------------------------------------
 
@@ -252,6 +286,10 @@ class Dispatcher:
     def workload_added(self, row: WorkloadRow) -> None:
         self._index(row)
         self._queue.add(row.id)
+
+    def id_of(self, namespace: str, name: str) -> int | None:
+        """The id of a workload this dispatcher is working on, by its Job's name."""
+        return self._by_job_name.get((namespace, name))
 
     def enqueue(self, workload_id: int) -> None:
         self._queue.add(workload_id)

@@ -29,18 +29,40 @@ class ReportOutcome:
     finished: list[tuple[str, str]] = field(default_factory=list)  # (queue, result)
 
 
-async def _by_name(session: AsyncSession, namespace: str, name: str) -> WorkloadRow | None:
-    """The workload whose Workload copy (or Job) has this name in this namespace."""
+class _Rows:
+    """The report's workloads, locked in one statement in id order (no deadlock between two
+    reports, or a report and a reconcile, that touch the same rows)."""
+
+    def __init__(self, rows: list[WorkloadRow]) -> None:
+        self._rows: dict[tuple[str, str], WorkloadRow] = {}
+        for row in rows:
+            self._rows[(row.namespace, row.name)] = row
+            self._rows[(row.namespace, row.workload_name)] = row
+
+    def get(self, namespace: str, name: str) -> WorkloadRow | None:
+        return self._rows.get((namespace, name))
+
+
+async def _lock_rows(session: AsyncSession, report: AgentReport) -> _Rows:
+    keys = {
+        (item.namespace, item.name)
+        for item in [*report.admissions, *report.finishes, *report.evictions]
+    }
+    if not keys:
+        return _Rows([])
+    names = {name for _, name in keys}
+    namespaces = {namespace for namespace, _ in keys}
     result = await session.execute(
         select(WorkloadRow)
         .options(selectinload(WorkloadRow.attempts))
         .where(
-            WorkloadRow.namespace == namespace,
-            (WorkloadRow.workload_name == name) | (WorkloadRow.name == name),
+            WorkloadRow.namespace.in_(namespaces),
+            WorkloadRow.workload_name.in_(names) | WorkloadRow.name.in_(names),
         )
+        .order_by(WorkloadRow.id)
         .with_for_update(of=WorkloadRow)
     )
-    return result.scalars().first()
+    return _Rows(list(result.scalars()))
 
 
 def _attempt_matches(row: WorkloadRow, cluster: str, uid: str | None) -> bool:
@@ -56,6 +78,7 @@ async def apply_report(
     if not await claim_report(session, cluster, report.report_id, now):
         return ReportOutcome(duplicate=True)
     outcome = ReportOutcome(duplicate=False)
+    rows = await _lock_rows(session, report)
     await cluster_queries.touch_contact(session, cluster, now)
     if report.capacity is not None:
         await cluster_queries.record_capacity(
@@ -65,7 +88,7 @@ async def apply_report(
             now,
         )
     for admission in report.admissions:
-        row = await _by_name(session, admission.namespace, admission.name)
+        row = rows.get(admission.namespace, admission.name)
         if row is None or not _attempt_matches(row, cluster, admission.uid):
             continue
         for attempt in row.attempts:
@@ -73,7 +96,7 @@ async def apply_report(
                 attempt.admitted_at = attempt.admitted_at or admission.admitted_at or now
         outcome.touched.add(row.id)
     for finish in report.finishes:
-        row = await _by_name(session, finish.namespace, finish.name)
+        row = rows.get(finish.namespace, finish.name)
         if row is None or row.cluster != cluster or row.state in states.FINAL_STATES:
             continue
         if row.job_created_at is None:
@@ -98,7 +121,7 @@ async def apply_report(
         outcome.touched.add(row.id)
         outcome.finished.append((row.queue, finish.state))
     for eviction in report.evictions:
-        row = await _by_name(session, eviction.namespace, eviction.name)
+        row = rows.get(eviction.namespace, eviction.name)
         if row is None or row.cluster != cluster:
             continue
         if take_back(

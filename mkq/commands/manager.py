@@ -94,11 +94,15 @@ def serve(database_url: str, kubeconfig: str | None, listen: str) -> None:
             f"MKQ_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in error.errors()
         )
         _fail(problems)
+    manager_kubeconfig = None
     if kubeconfig is not None:
-        console.print(
-            "[yellow]note:[/yellow] the manager-cluster source is not built yet; "
-            "--kubeconfig is accepted and ignored, use the REST API"
-        )
+        from manager.remote.kubeconfig import KubeconfigError
+        from manager.sources.manager_cluster import read_kubeconfig_file
+
+        try:
+            manager_kubeconfig = read_kubeconfig_file(kubeconfig)
+        except (KubeconfigError, OSError) as error:
+            _fail(f"--kubeconfig {kubeconfig}: {error}")
 
     async def check() -> None:
         KubeconfigCipher(settings.encryption_key)
@@ -117,6 +121,6 @@ def serve(database_url: str, kubeconfig: str | None, listen: str) -> None:
     except OSError as error:
         _fail(f"cannot reach the database: {error}")
 
-    app = create_app(lambda: ManagerRuntime.open(settings))
+    app = create_app(lambda: ManagerRuntime.open(settings, None, manager_kubeconfig))
     console.print(f"manager listening on http://{host}:{port} (OpenAPI at /openapi.json)")
     uvicorn.run(app, host=host, port=port, log_level="info")

@@ -16,6 +16,7 @@ from typing import Any
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
 from worker_agent.conditions import find_condition
+from worker_agent.controllers.workloads import OWNER_INDEX, owner_uids
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.integrations.base import Finish, JobIntegration
@@ -29,13 +30,8 @@ log = logging.getLogger(__name__)
 JsonObject = dict[str, Any]
 FinishHook = Callable[[JsonObject, Finish], None]
 
-_OWNER_INDEX = "owner-uid"
 _PREBUILT_INDEX = "prebuilt"
 _UID_INDEX = "uid"
-
-
-def _owner_uids(obj: JsonObject) -> list[str]:
-    return [str(r.get("uid")) for r in (obj.get("metadata") or {}).get("ownerReferences") or []]
 
 
 class JobController:
@@ -59,8 +55,8 @@ class JobController:
         self._on_finish = on_finish
         self._jobs = informers.cache(self.rt)
         self._workloads = informers.cache(WORKLOADS)
-        if not self._workloads.has_index(_OWNER_INDEX):
-            self._workloads.add_index(_OWNER_INDEX, _owner_uids)
+        if not self._workloads.has_index(OWNER_INDEX):
+            self._workloads.add_index(OWNER_INDEX, owner_uids)
         self._jobs.add_index(_PREBUILT_INDEX, self._prebuilt_key)
         self._jobs.add_index(_UID_INDEX, lambda o: [str((o.get("metadata") or {}).get("uid"))])
 
@@ -88,7 +84,7 @@ class JobController:
             return self._workloads.get(f"{meta.get('namespace')}/{prebuilt}")
         owned = [
             w
-            for w in self._workloads.by_index(_OWNER_INDEX, str(meta.get("uid")))
+            for w in self._workloads.by_index(OWNER_INDEX, str(meta.get("uid")))
             if (wl.controller_owner(w) or {}).get("uid") == meta.get("uid")
         ]
         if not owned:
@@ -111,7 +107,20 @@ class JobController:
                 WORKLOADS, object_key(workload), lambda w: wl.adopt(w, job)
             )
             workload = adopted or workload
+        elif self._out_of_sync(job, workload):
+            # The job changed shape while it waited: its Workload is replaced, as Kueue does.
+            await self._writer.delete(WORKLOADS, object_key(workload))
+            return None
         return await self._with_workload(key, job, workload)
+
+    def _out_of_sync(self, job: JsonObject, workload: JsonObject) -> bool:
+        if wl.has_quota_reservation(workload) or wl.is_finished(workload):
+            return False
+        if self.integration.finished(job) is not None:
+            return False
+        wanted = [(p["name"], p["count"]) for p in self.integration.pod_sets(job)]
+        pod_sets = (workload.get("spec") or {}).get("podSets") or []
+        return wanted != [(p.get("name"), p.get("count")) for p in pod_sets]
 
     async def _without_workload(self, key: str, job: JsonObject) -> float | None:
         integration = self.integration
@@ -183,6 +192,15 @@ class JobController:
                 )
                 if self._on_finish is not None:
                     self._on_finish(written, finish)
+            return None
+        ready = integration.pods_ready(job) and not integration.is_suspended(job)
+        if wl.set_pods_ready(workload, ready, now) is not None:
+            await self._writer.update(
+                WORKLOADS,
+                workload_key,
+                lambda w: wl.set_pods_ready(w, ready, now),
+                status=True,
+            )
             return None
         if wl.is_admitted(workload) and not wl.is_evicted(workload):
             if integration.is_suspended(job):

@@ -27,6 +27,11 @@ JsonObject = dict[str, Any]
 QUEUE_INDEX = "queue"
 _LQ_BY_CQ_INDEX = "cluster-queue"
 INADMISSIBLE = "Inadmissible"
+OWNER_INDEX = "owner-uid"
+
+
+def owner_uids(obj: JsonObject) -> list[str]:
+    return [str(r.get("uid")) for r in (obj.get("metadata") or {}).get("ownerReferences") or []]
 
 
 def _queue_index(workload: JsonObject) -> list[str]:
@@ -70,6 +75,8 @@ class WorkloadController:
         self._job_kinds = {(rt.api_version, rt.kind): rt for rt in job_kinds}
         self._workloads = informers.cache(WORKLOADS)
         self._workloads.add_index(QUEUE_INDEX, _queue_index)
+        if not self._workloads.has_index(OWNER_INDEX):
+            self._workloads.add_index(OWNER_INDEX, owner_uids)
         informers.cache(LOCAL_QUEUES).add_index(_LQ_BY_CQ_INDEX, _lq_cluster_queue)
 
     def keys_for_local_queue(self, change: Change) -> list[str]:
@@ -90,7 +97,7 @@ class WorkloadController:
         uid = str((change.old.get("metadata") or {}).get("uid"))
         return sorted(
             object_key(w)
-            for w in self._workloads.values()
+            for w in self._workloads.by_index(OWNER_INDEX, uid)
             if (wl.controller_owner(w) or {}).get("uid") == uid
         )
 
@@ -99,6 +106,11 @@ class WorkloadController:
         if owner is None:
             return None, None
         return owner, self._job_kinds.get((str(owner.get("apiVersion")), str(owner.get("kind"))))
+
+    def _owned_by_integration(self, workload: JsonObject) -> bool:
+        """Whether a job of ours stands behind the Workload (it then stops before release)."""
+        refs = (workload.get("metadata") or {}).get("ownerReferences") or []
+        return any((str(r.get("apiVersion")), str(r.get("kind"))) in self._job_kinds for r in refs)
 
     def _owner_exists(self, workload: JsonObject, owner: JsonObject, rt: ResourceType) -> bool:
         namespace = (workload.get("metadata") or {}).get("namespace")
@@ -127,7 +139,11 @@ class WorkloadController:
         if deactivated and not wl.is_evicted(workload):
             await self._writer.update(WORKLOADS, key, lambda w: _deactivate(w, now), status=True)
             return None
-        if wl.is_evicted(workload) and wl.has_quota_reservation(workload) and owner_rt is None:
+        if (
+            wl.is_evicted(workload)
+            and wl.has_quota_reservation(workload)
+            and not self._owned_by_integration(workload)
+        ):
             await self._writer.update(
                 WORKLOADS,
                 key,

@@ -211,6 +211,9 @@ def config_from(obj: api.Configuration) -> EngineConfig:
             (resources.exclude_resource_prefixes or []) if resources else []
         ),
         fair_sharing=obj.fair_sharing is not None,
+        fair_sharing_strategies=tuple(
+            obj.fair_sharing.effective_preemption_strategies() if obj.fair_sharing else ()
+        ),
     )
 
 

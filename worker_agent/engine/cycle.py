@@ -9,9 +9,10 @@ lasts only for this cycle; admissions stay.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from worker_agent.engine import topology
+from worker_agent.engine import fair_sharing, preemption, topology
 from worker_agent.engine.cluster_queue import ClusterQueueRuntime
 from worker_agent.engine.flavor_assigner import (
     FIT,
@@ -93,12 +94,13 @@ class _Entry:
     cq: ClusterQueueRuntime
     info: WorkloadInfo
     assignment: Assignment | None = None
-    targets: tuple[str, ...] = ()
+    targets: tuple[preemption.Target, ...] = ()
     status: str = ""
     message: str = ""
     reason: str = ""
     requeue: str = GENERIC
     admitted: bool = False
+    drop_scan: bool = False
 
 
 def schedule(state: EngineState, now: float) -> CycleResult:
@@ -116,17 +118,17 @@ def schedule(state: EngineState, now: float) -> CycleResult:
             entries.append(entry)
         else:
             inadmissible.append(entry)
-    entries.sort(key=_entry_order)
-    undo: list[tuple[ClusterQueueRuntime, dict[FlavorResource, int]]] = []
+    cycle = _Cycle(state, now)
     admissions: list[AdmissionDecision] = []
-    for entry in entries:
-        decision = _process(state, entry, undo, now)
+    for entry in _in_order(state, entries):
+        decision = _process(cycle, entry)
         if decision is not None:
             admissions.append(decision)
-    for cq, usage in reversed(undo):
+    for cq, usage in reversed(cycle.undo):
         cq.node.remove_usages(usage)
+    evictions = cycle.apply_evictions()
     pending: list[PendingUpdate] = []
-    idle = not admissions
+    idle = not admissions and not evictions
     for entry in entries + inadmissible:
         if entry.admitted:
             continue
@@ -134,8 +136,65 @@ def schedule(state: EngineState, now: float) -> CycleResult:
         if idle and (not went_active or _scan_state(entry.info) != before[entry.info.key]):
             idle = False
     return CycleResult(
-        admissions=tuple(admissions), pending=tuple(pending), heads=len(heads), idle=idle
+        admissions=tuple(admissions),
+        pending=tuple(pending),
+        evictions=tuple(evictions),
+        heads=len(heads),
+        idle=idle,
     )
+
+
+class _Cycle:
+    """What one cycle accumulates: snapshot-only usage to undo, and victims claimed."""
+
+    def __init__(self, state: EngineState, now: float) -> None:
+        self.state = state
+        self.now = now
+        self.undo: list[tuple[ClusterQueueRuntime, dict[FlavorResource, int]]] = []
+        self.preempted: dict[str, preemption.Target] = {}
+        self.preemptors: dict[str, tuple[WorkloadInfo, str]] = {}
+
+    def overlaps(self, targets: tuple[preemption.Target, ...]) -> bool:
+        return any(t.info.key in self.preempted for t in targets)
+
+    def fits(
+        self,
+        cq: ClusterQueueRuntime,
+        usage: dict[FlavorResource, int],
+        targets: Iterable[preemption.Target],
+    ) -> bool:
+        """Kueue's fits(): the usage fits once this cycle's victims and `targets` are gone."""
+        victims = {t.info.key: t.info for t in self.preempted.values()}
+        victims.update((t.info.key, t.info) for t in targets)
+        removed = []
+        for victim in victims.values():
+            holder = self.state.cluster_queues.get(victim.cluster_queue or "")
+            if holder is not None and victim.admission is not None:
+                holder.node.remove_usages(victim.usage)
+                removed.append((holder, victim))
+        try:
+            return cq.node.fits(usage)
+        finally:
+            for holder, victim in removed:
+                holder.node.add_usages(victim.usage)
+
+    def apply_evictions(self) -> list[Eviction]:
+        evictions = []
+        for key, target in self.preempted.items():
+            preemptor, preemptor_cq = self.preemptors[key]
+            message = preemption.preemption_message(self.state, preemptor, target, preemptor_cq)
+            evictions.append(
+                Eviction(
+                    key=key,
+                    reason="Preempted",
+                    message=message,
+                    preemptor=preemptor.key,
+                    preemption_reason=target.reason,
+                )
+            )
+            target.info.evictions.append(("Preempted", preemptor.key))
+            self.state.evict_workload(key)
+        return evictions
 
 
 def _scan_state(info: WorkloadInfo) -> object:
@@ -195,13 +254,14 @@ def assign_context(state: EngineState, cq: ClusterQueueRuntime) -> AssignContext
         fair_sharing=state.config.fair_sharing,
         ignore_undeclared=state.config.ignore_undeclared_resources,
         place_topology=topology.placer(state, cq),
+        oracle=lambda info, fr, value: preemption.simulate(state, cq, info, fr, value),
         tas_levels=levels,
     )
 
 
 def get_assignments(
     state: EngineState, cq: ClusterQueueRuntime, info: WorkloadInfo
-) -> tuple[Assignment, tuple[str, ...]]:
+) -> tuple[Assignment, tuple[preemption.Target, ...]]:
     """Kueue's getAssignments: full counts first, then partial admission."""
     last = info.last_assignment
     if last is not None and _outdated(last, cq.generation, state.cycle):
@@ -213,15 +273,26 @@ def get_assignments(
     mode = full.mode()
     if mode == FIT:
         return full, ()
+    if mode == PREEMPT:
+        targets = tuple(preemption.get_targets(state, cq, info, full))
+        if targets:
+            return full, targets
     if info.can_be_partially_admitted():
 
-        def fits(counts: list[int]) -> Assignment | None:
+        def fits(counts: list[int]) -> tuple[Assignment, tuple[preemption.Target, ...]] | None:
             candidate = assign_flavors(ctx, info, counts, last)
-            return candidate if candidate.mode() == FIT else None
+            candidate_mode = candidate.mode()
+            if candidate_mode == FIT:
+                return candidate, ()
+            if candidate_mode == PREEMPT:
+                found_targets = tuple(preemption.get_targets(state, cq, info, candidate))
+                if found_targets:
+                    return candidate, found_targets
+            return None
 
         found = search_counts(info.spec.pod_sets, fits)
         if found is not None:
-            return found, ()
+            return found
     return full, ()
 
 
@@ -229,6 +300,29 @@ def _outdated(last: LastAssignment, generation: int, cycle: int) -> bool:
     if cycle - last.cycle <= 1:
         return False
     return generation > last.generation
+
+
+def _in_order(state: EngineState, entries: list[_Entry]) -> Iterator[_Entry]:
+    """Classical order (sorted once), or the fair-sharing tournament (one pick at a time,
+    seeing what the cycle admitted so far)."""
+    if not state.config.fair_sharing:
+        yield from sorted(entries, key=_entry_order)
+        return
+    contenders = []
+    for entry in entries:
+        assert entry.assignment is not None
+        contenders.append(
+            fair_sharing.Contender(
+                node=entry.cq.node,
+                usage={} if entry.info.has_quota else entry.assignment.usage,
+                priority=entry.info.spec.priority,
+                order_time=entry.info.spec.order_time,
+                payload=entry,
+            )
+        )
+    for contender in fair_sharing.tournament_order(contenders):
+        assert isinstance(contender.payload, _Entry)
+        yield contender.payload
 
 
 def _entry_order(entry: _Entry) -> tuple[object, ...]:
@@ -243,14 +337,33 @@ def _entry_order(entry: _Entry) -> tuple[object, ...]:
     )
 
 
-def _process(
-    state: EngineState,
-    entry: _Entry,
-    undo: list[tuple[ClusterQueueRuntime, dict[FlavorResource, int]]],
-    now: float,
-) -> AdmissionDecision | None:
+def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
+    state = cycle.state
     cq, info, assignment = entry.cq, entry.info, entry.assignment
     assert assignment is not None
+    deferred = False
+    recompute_for_tas = bool(state.tas.snapshots) and not topology.still_fits(
+        state, info, assignment
+    )
+    if cycle.overlaps(entry.targets) or recompute_for_tas:
+        # Kueue's updateAssignmentIfNeeded: this entry's victims were already claimed in this
+        # cycle (RecomputeAssignmentUponPreemptionTargetsOverlap), or another workload took
+        # its topology domains (TASRecomputeAssignmentWithinSchedulingCycle): assign again.
+        overlap = cycle.overlaps(entry.targets)
+        info.last_assignment = None
+        removed = []
+        if overlap:
+            for target in cycle.preempted.values():
+                holder = state.cluster_queues.get(target.info.cluster_queue or "")
+                if holder is not None:
+                    holder.node.remove_usages(target.info.usage)
+                    removed.append((holder, target.info))
+        assignment, entry.targets = get_assignments(state, cq, info)
+        for holder, victim in removed:
+            holder.node.add_usages(victim.usage)
+        entry.assignment = assignment
+        entry.message = assignment.message()
+        deferred = overlap and assignment.mode() == FIT
     usage = {} if info.has_quota else assignment.usage
     mode = assignment.mode()
     if mode == NO_FIT:
@@ -263,36 +376,44 @@ def _process(
         if cq.spec.preemption.reclaim_within_cohort != PreemptionPolicy.ANY:
             reserved = _to_reserve(cq, assignment)
             cq.node.add_usages(reserved)
-            undo.append((cq, reserved))
+            cycle.undo.append((cq, reserved))
         return None
-    if state.tas.snapshots and not topology.still_fits(state, info, assignment):
-        # Kueue's TASRecomputeAssignmentWithinSchedulingCycle: another workload took the
-        # domains this one was placed on earlier in the cycle; place it again.
-        info.last_assignment = None
-        assignment, entry.targets = get_assignments(state, cq, info)
-        entry.assignment = assignment
-        entry.message = assignment.message()
-        usage = {} if info.has_quota else assignment.usage
-        mode = assignment.mode()
-        if mode == NO_FIT:
-            entry.requeue = NO_FIT_REASON
-            entry.reason = assignment.no_fit_reason or "Pending"
-            return None
-        if mode == PREEMPT and not entry.targets:
-            entry.status = "skipped"
-            entry.message = "Workload no longer fits after processing another workload"
-            entry.reason = WAITING_FOR_QUOTA
-            return None
-    if not cq.node.fits(usage):
+    if deferred:
+        entry.message = (
+            "Workload has overlapping preemption targets with another workload, "
+            "but will fit after these preemptions complete"
+        )
+        entry.reason = WAITING_FOR_PREEMPTED
+        entry.requeue = PENDING_PREEMPTION
+        entry.status = "deferred"
+        entry.drop_scan = True
+        cq.node.add_usages(usage)
+        cycle.undo.append((cq, dict(usage)))
+        return None
+    if cycle.overlaps(entry.targets):
+        entry.status = "skipped"
+        entry.message = "Workload has overlapping preemption targets with another workload"
+        entry.reason = WAITING_FOR_QUOTA
+        return None
+    if not cycle.fits(cq, usage, entry.targets):
         entry.status = "skipped"
         entry.message = "Workload no longer fits after processing another workload"
         entry.reason = WAITING_FOR_QUOTA
         return None
+    for target in entry.targets:
+        cycle.preempted[target.info.key] = target
+        cycle.preemptors[target.info.key] = (info, cq.name)
     cq.node.add_usages(usage)
     if mode == PREEMPT:
-        undo.append((cq, dict(usage)))
+        cycle.undo.append((cq, dict(usage)))
         entry.reason = WAITING_FOR_PREEMPTED
+        entry.message += f". Pending the preemption of {len(entry.targets)} workload(s)"
+        entry.requeue = PENDING_PREEMPTION
+        entry.drop_scan = True
+        if cq.queue.best_effort:
+            cq.queue.sticky = info.key
         return None
+    now = cycle.now
     admission = Admission(
         cluster_queue=cq.name,
         pod_sets=tuple(
@@ -307,6 +428,8 @@ def _process(
         ),
     )
     state.record_admission(info, cq, admission, usage, now)
+    if cq.queue.sticky == info.key:
+        cq.queue.sticky = None
     if any(ps.topology_assignment is not None for ps in admission.pod_sets):
         topology.record_admission(state, info.spec, admission)
     entry.admitted = True
@@ -343,7 +466,9 @@ def _requeue(state: EngineState, entry: _Entry, now: float, pending: list[Pendin
         immediate = reason != NAMESPACE_MISMATCH
     else:
         immediate = reason in (FAILED_AFTER_NOMINATION, PENDING_PREEMPTION, PREEMPTION_FAILED)
-    if entry.assignment is not None:
+    if entry.drop_scan:
+        info.last_assignment = None
+    elif entry.assignment is not None:
         info.last_assignment = LastAssignment(
             tried=entry.assignment.tried, generation=cq.generation, cycle=state.cycle
         )

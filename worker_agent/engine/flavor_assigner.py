@@ -56,7 +56,7 @@ _SEVERITY = {
 GranularMode = tuple[int, int]
 """(preemption mode, borrowing height)."""
 
-Oracle = Callable[[FlavorResource, int], tuple[int, int]]
+Oracle = Callable[[WorkloadInfo, FlavorResource, int], tuple[int, int]]
 """Simulates preemption for `value` of one FR: returns (possibility, borrowing height)."""
 
 TopologyPlacer = Callable[
@@ -428,7 +428,7 @@ def _fits_quota(
     if node.nominal(fr) >= value or may_reclaim or _can_preempt_while_borrowing(ctx):
         if ctx.oracle is None:
             return P_NO_CANDIDATES, borrow, why, ""
-        possibility, borrow_after = ctx.oracle(fr, value)
+        possibility, borrow_after = ctx.oracle(info, fr, value)
         return possibility, borrow_after, why, ""
     return P_NO_FIT, borrow, why, WAITING_FOR_QUOTA
 

@@ -303,3 +303,4 @@ class EngineConfig:
     ignore_undeclared_resources: bool = False
     excluded_resource_prefixes: tuple[str, ...] = ()
     fair_sharing: bool = False
+    fair_sharing_strategies: tuple[str, ...] = ()

@@ -25,7 +25,17 @@ def quotas_of(groups: tuple[ResourceGroup, ...]) -> dict[FlavorResource, Resourc
 class QuotaNode:
     """A ClusterQueue or Cohort in the quota tree (Kueue's resourceNode plus its parent)."""
 
-    __slots__ = ("children", "height", "is_cohort", "name", "parent", "quotas", "subtree", "usage")
+    __slots__ = (
+        "children",
+        "height",
+        "is_cohort",
+        "name",
+        "parent",
+        "quotas",
+        "subtree",
+        "usage",
+        "weight",
+    )
 
     def __init__(self, name: str, is_cohort: bool) -> None:
         self.name = name
@@ -36,6 +46,7 @@ class QuotaNode:
         self.subtree: dict[FlavorResource, int] = {}
         self.usage: dict[FlavorResource, int] = {}
         self.height = 0
+        self.weight = 1.0
 
     def __repr__(self) -> str:
         kind = "Cohort" if self.is_cohort else "ClusterQueue"

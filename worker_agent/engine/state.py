@@ -344,6 +344,7 @@ class EngineState:
         for cq in self.cluster_queues.values():
             cq.node.parent = None
             cq.node.children = []
+            cq.node.weight = cq.spec.fair_weight
             cohort = cq.spec.cohort
             if cohort:
                 parent = self._cohort_node(cohort)
@@ -393,6 +394,7 @@ class EngineState:
             spec = self.cohort_specs.get(name)
             if spec is not None:
                 node.quotas = quotas_of(spec.resource_groups)
+                node.weight = spec.fair_weight
             self.cohorts[name] = node
         return node
 

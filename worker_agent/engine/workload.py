@@ -77,6 +77,7 @@ class WorkloadInfo:
         "admitted_at",
         "cluster_queue",
         "evictions",
+        "key",
         "last_assignment",
         "message",
         "order_key",
@@ -88,6 +89,7 @@ class WorkloadInfo:
 
     def __init__(self, spec: WorkloadSpec) -> None:
         self.spec = spec
+        self.key = spec.key
         self.cluster_queue: str | None = None
         self.admission: Admission | None = spec.admission
         self.admitted_at: float | None = spec.admitted_at
@@ -100,10 +102,6 @@ class WorkloadInfo:
         self.evictions: list[tuple[str, str]] = []
         self.shape = scheduling_hash(spec)
         self.order_key = (-spec.priority, spec.order_time, spec.uid, spec.key)
-
-    @property
-    def key(self) -> str:
-        return self.spec.key
 
     @property
     def has_quota(self) -> bool:

@@ -17,6 +17,7 @@ from worker_agent.integrations.base import (
     labels_of,
     merge_into_template,
     restore_template,
+    topology_request,
 )
 from worker_agent.resources import JOBS
 
@@ -30,6 +31,7 @@ _MANAGED_TEMPLATE_LABELS = (
     "job-name",
 )
 _STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
+JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 class BatchJobIntegration:
@@ -75,13 +77,23 @@ class BatchJobIntegration:
         if metadata.get("annotations"):
             kept["annotations"] = dict(metadata["annotations"])
         template["metadata"] = kept
-        return [{"name": "main", "count": self.pods_count(job), "template": template}]
+        pod_set: JsonObject = {"name": "main", "count": self.pods_count(job), "template": template}
+        request = topology_request(template, JOB_COMPLETION_INDEX)
+        if request is not None:
+            pod_set["topologyRequest"] = request
+        return [pod_set]
 
     def is_suspended(self, job: JsonObject) -> bool:
         return bool((job.get("spec") or {}).get("suspend"))
 
     def is_active(self, job: JsonObject) -> bool:
         return int((job.get("status") or {}).get("active") or 0) > 0
+
+    def pods_ready(self, job: JsonObject) -> bool:
+        status = job.get("status") or {}
+        uncounted = len((status.get("uncountedTerminatedPods") or {}).get("succeeded") or [])
+        done = int(status.get("succeeded") or 0) + int(status.get("ready") or 0) + uncounted
+        return done >= self.pods_count(job)
 
     def finished(self, job: JsonObject) -> Finish | None:
         for condition in (job.get("status") or {}).get("conditions") or []:

@@ -17,8 +17,11 @@ from worker_agent.integrations.base import (
     labels_of,
     merge_into_template,
     restore_template,
+    topology_request,
 )
 from worker_agent.resources import JOBSETS
+
+_JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 
 
 def _pods_per_replica(job_spec: JsonObject) -> int:
@@ -63,13 +66,17 @@ class JobSetIntegration:
                 k: dict(v) for k, v in metadata.items() if k in ("labels", "annotations") and v
             }
             replicas = int(replicated.get("replicas", 1))
-            pod_sets.append(
-                {
-                    "name": replicated.get("name", "main"),
-                    "count": replicas * _pods_per_replica(job_spec),
-                    "template": template,
-                }
+            pod_set: JsonObject = {
+                "name": replicated.get("name", "main"),
+                "count": replicas * _pods_per_replica(job_spec),
+                "template": template,
+            }
+            request = topology_request(
+                template, "batch.kubernetes.io/job-completion-index", _JOB_INDEX_LABEL, replicas
             )
+            if request is not None:
+                pod_set["topologyRequest"] = request
+            pod_sets.append(pod_set)
         return pod_sets
 
     def is_suspended(self, job: JsonObject) -> bool:
@@ -78,6 +85,12 @@ class JobSetIntegration:
     def is_active(self, job: JsonObject) -> bool:
         statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
         return any(int(s.get("active") or 0) > 0 for s in statuses)
+
+    def pods_ready(self, job: JsonObject) -> bool:
+        replicas = sum(int(r.get("replicas", 1)) for r in self._replicated(job))
+        statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
+        ready = sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in statuses)
+        return ready >= replicas
 
     def finished(self, job: JsonObject) -> Finish | None:
         for condition in (job.get("status") or {}).get("conditions") or []:

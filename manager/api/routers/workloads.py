@@ -87,25 +87,14 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
     priority = await _priority(runtime, job.priority_class)
     uid = str(uuid.uuid4())
     now = runtime.clock.now()
-    row = WorkloadRow(
-        namespace=job.namespace,
-        name=job.name,
-        kind=job.kind,
+    row = queries.new_workload_row(
+        job,
         uid=uid,
         workload_name=workload_name(job.kind, job.name, uid),
-        queue=job.queue,
-        priority_class=job.priority_class,
         priority=priority,
         source="api",
-        manifest=job.manifest,
-        requests=job.requests,
-        state=states.PENDING,
+        now=now,
         message=None if exists else "no worker cluster is connected yet",
-        nominated=[],
-        cancel_requested=False,
-        cleanup_pending=False,
-        created_at=now,
-        attempts=[],
     )
     try:
         async with runtime.sessions.begin() as session:

@@ -8,16 +8,17 @@ from tests.integration.agent.conftest import (
     AdmissionLog,
     AgentFactory,
     apply,
+    condition,
     is_true,
     wait_until,
 )
 from worker_agent.kube_client import KubeClient
-from worker_agent.resources import WORKLOADS
+from worker_agent.resources import JOBS, WORKLOADS
 
 TEAMS = ("team-a", "team-b", "team-c")
 
 
-def setup() -> list[dict[str, Any]]:
+def setup(reclaim: str = "Never") -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = [
         {
             "apiVersion": "kueue.x-k8s.io/v1beta2",
@@ -33,6 +34,7 @@ def setup() -> list[dict[str, Any]]:
                 "metadata": {"name": team},
                 "spec": {
                     "cohortName": "shared",
+                    "preemption": {"reclaimWithinCohort": reclaim},
                     "namespaceSelector": {},
                     "resourceGroups": [
                         {
@@ -117,3 +119,46 @@ async def test_a_busy_queue_borrows_idle_quota_within_the_cohort_only(
     assert log.peak["team-a"] == 2
     assert log.peak["*"] <= 3
     assert sorted(log.admissions.values()) == [1, 1, 1, 1]
+
+
+async def test_a_lender_reclaims_its_quota_by_preempting_a_borrower(
+    client: KubeClient, start_agent: AgentFactory
+) -> None:
+    await apply(client, setup(reclaim="Any"))
+    async with AdmissionLog(client) as log:
+        await start_agent()
+        await apply(client, [job(f"a-{i}", "team-a", 3, None) for i in range(3)])
+
+        async def a_fills_the_cohort() -> bool:
+            return list(log.holding.values()).count("team-a") == 3
+
+        await wait_until(a_fills_the_cohort, "team-a to borrow the whole cohort")
+        await apply(client, [job("b-1", "team-b", 3, "1s")])
+
+        async def one_preempted() -> dict[str, Any] | None:
+            items, _ = await client.list(WORKLOADS, "default")
+            evicted = [w for w in items if is_true(w, "Evicted")]
+            return evicted[0] if len(evicted) == 1 else None
+
+        victim = await wait_until(one_preempted, "one team-a Workload to be preempted")
+        assert victim["spec"]["queueName"] == "team-a"
+        preempted = condition(victim, "Preempted")
+        assert preempted is not None and preempted["reason"] == "InCohortReclamation"
+        victim_job = victim["metadata"]["ownerReferences"][0]["name"]
+
+        async def b_finished() -> bool:
+            items, _ = await client.list(WORKLOADS, "default")
+            return any(w["spec"]["queueName"] == "team-b" and is_true(w, "Finished") for w in items)
+
+        await wait_until(b_finished, "team-b's job to run and finish")
+
+        async def victim_resumed() -> bool:
+            current = await client.get(JOBS, victim_job, "default")
+            workload = await client.get(WORKLOADS, victim["metadata"]["name"], "default")
+            return current["spec"]["suspend"] is False and is_true(workload, "Admitted")
+
+        await wait_until(victim_resumed, "the preempted job to be admitted and resumed")
+
+    # The cohort holds 9 CPUs: never four 3-CPU workloads at once, even while preempting.
+    assert log.peak["*"] == 3
+    assert log.admissions[f"default/{victim['metadata']['name']}"] == 2

@@ -46,6 +46,18 @@ async def test_a_job_without_its_queue_waits_suspended_with_a_clear_message(
     current = await client.get(JOBS, "lost-job", "default")
     assert current["spec"]["suspend"] is True
 
+    # While it waits, a change of shape replaces its Workload.
+    current["spec"]["parallelism"] = 2
+    await client.replace(JOBS, current)
+
+    async def resized() -> dict[str, Any] | None:
+        replacement = await workload_of_job(client, "default", "lost-job")
+        if replacement and replacement["spec"]["podSets"][0]["count"] == 2:
+            return replacement
+        return None
+
+    workload = await wait_until(resized, "a Workload for two pods")
+
     # Creating the queue is enough for it to run.
     await apply(
         client,

@@ -114,6 +114,13 @@ async def test_deactivating_a_running_workload_stops_its_job_and_frees_the_quota
 
     workload = await wait_until(running, "the Job to run")
     name = workload["metadata"]["name"]
+
+    async def pods_ready() -> dict[str, Any] | None:
+        current = await client.get(WORKLOADS, name, "default")
+        return current if is_true(current, "PodsReady") else None
+
+    workload = await wait_until(pods_ready, "PodsReady once all three pods run")
+    assert condition(workload, "PodsReady")["reason"] == "Started"
     workload["spec"]["active"] = False
     await client.replace(WORKLOADS, workload)
 

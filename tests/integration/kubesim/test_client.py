@@ -365,6 +365,11 @@ async def test_job_runs_to_complete(api_client: client.ApiClient) -> None:
     assert types == ["SuccessCriteriaMet", "Complete"]
     assert finished.status.succeeded == 3
     assert finished.status.completion_time is not None and finished.status.start_time is not None
+    events = await client.CoreV1Api(api_client).list_namespaced_event(
+        "default", field_selector="involvedObject.kind=Job,involvedObject.name=done"
+    )
+    reasons = [event.reason for event in events.items]
+    assert reasons.count("SuccessfulCreate") == 3 and "Completed" in reasons
 
 
 async def test_failing_pods_fail_the_job(api_client: client.ApiClient) -> None:
@@ -488,3 +493,65 @@ async def test_no_tasks_outlive_the_clusters() -> None:
         assert clusters[0].kubeconfig_path.is_file()
     leftovers = [t for t in asyncio.all_tasks() if t.get_name().startswith("kubesim-")]
     assert leftovers == []
+
+
+async def test_indexed_job_and_ttl_after_finished(api_client: client.ApiClient) -> None:
+    batch = client.BatchV1Api(api_client)
+    core = client.CoreV1Api(api_client)
+    job = {
+        "metadata": {"name": "indexed"},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": 3,
+            "parallelism": 3,
+            "ttlSecondsAfterFinished": 0,
+            "template": {
+                "metadata": {"annotations": {"kubesim.mkq.dev/run-for": "100ms"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "x:1"}]},
+            },
+        },
+    }
+    await batch.create_namespaced_job("default", job)
+
+    async def indexes() -> list[str]:
+        listed = await core.list_namespaced_pod("default", label_selector="job-name=indexed")
+        return sorted(
+            p.metadata.annotations["batch.kubernetes.io/job-completion-index"] for p in listed.items
+        )
+
+    assert await eventually(indexes, "the indexed pods") == ["0", "1", "2"]
+
+    async def deleted() -> bool:
+        try:
+            await batch.read_namespaced_job("indexed", "default")
+        except ApiException as error:
+            return error.status == 404
+        return False
+
+    await eventually(deleted, "the finished job to be deleted by its TTL")
+    await eventually(lambda: _empty(indexes()), "its pods to be garbage-collected")
+
+
+async def test_gated_pod_reports_scheduling_gated(api_client: client.ApiClient) -> None:
+    core = client.CoreV1Api(api_client)
+    pod = {
+        "metadata": {"name": "gated"},
+        "spec": {
+            "schedulingGates": [{"name": "example.com/wait"}],
+            "containers": [{"name": "c", "image": "x:1"}],
+        },
+    }
+    await core.create_namespaced_pod("default", pod)
+
+    async def gated_condition() -> Any:
+        current = await core.read_namespaced_pod_status("gated", "default")
+        return [c for c in current.status.conditions or [] if c.reason == "SchedulingGated"]
+
+    assert await eventually(gated_condition, "the SchedulingGated condition")
+    await core.patch_namespaced_pod("gated", "default", {"spec": {"schedulingGates": None}})
+
+    async def bound() -> Any:
+        current = await core.read_namespaced_pod("gated", "default")
+        return current.spec.node_name
+
+    assert await eventually(bound, "the ungated pod to be bound")

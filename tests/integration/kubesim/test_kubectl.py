@@ -173,3 +173,24 @@ async def test_requests_without_the_token_are_unauthorized(kubectl: Kubectl) -> 
 async def test_default_namespaces_exist(kubectl: Kubectl) -> None:
     names = (await kubectl.ok("get", "namespaces", "-o", "name")).split()
     assert "namespace/default" in names and "namespace/kube-system" in names
+
+
+async def test_imperative_commands_sending_protobuf(kubectl: Kubectl) -> None:
+    """kubectl's typed commands send protobuf bodies; kubesim decodes them like JSON."""
+    await kubectl.ok("create", "namespace", "team-a")
+    await kubectl.ok("create", "configmap", "cfg", "--from-literal=x=1", "-n", "team-a")
+    await kubectl.ok(
+        "create", "job", "hello", "--image=busybox:1.36", "-n", "team-a", "--", "sleep", "0.1"
+    )
+    config_map = json.loads(await kubectl.ok("get", "cm", "cfg", "-n", "team-a", "-o", "json"))
+    assert config_map["data"] == {"x": "1"}
+    assert "selfLink" not in config_map["metadata"]
+
+    async def complete() -> bool:
+        out = await kubectl.ok("get", "job", "hello", "-n", "team-a", "-o", "json")
+        conditions = json.loads(out).get("status", {}).get("conditions", [])
+        return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
+
+    await eventually(complete, "the job created by `kubectl create job` to complete")
+    logs = await kubectl.ok("logs", "job/hello", "-n", "team-a")
+    assert "exited with code 0" in logs

@@ -47,12 +47,14 @@ class RunningManager:
 
 @contextlib.asynccontextmanager
 async def serve_manager(
-    settings: ManagerSettings, clock: Clock | None = None
+    settings: ManagerSettings,
+    clock: Clock | None = None,
+    manager_kubeconfig: dict[str, Any] | None = None,
 ) -> AsyncIterator[RunningManager]:
     holder: dict[str, ManagerRuntime] = {}
 
     async def open_runtime() -> ManagerRuntime:
-        runtime = await ManagerRuntime.open(settings, clock)
+        runtime = await ManagerRuntime.open(settings, clock, manager_kubeconfig)
         holder["runtime"] = runtime
         return runtime
 

@@ -88,3 +88,16 @@ def test_pod_set_infos_take_flavor_node_labels_and_tolerations() -> None:
     assert info.tolerations == ({"key": "spot"},)
     assert info.count == 3
     assert wl.pod_set_infos(admitted, {}) is None
+
+
+def test_pods_ready_goes_started_then_recovering_then_recovered() -> None:
+    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    waiting = wl.set_pods_ready(admitted, False, NOW)
+    assert find_condition(waiting, "PodsReady")["reason"] == "WaitForStart"
+    started = wl.set_pods_ready(waiting, True, NOW)
+    assert find_condition(started, "PodsReady")["reason"] == "Started"
+    assert wl.set_pods_ready(started, True, NOW) is None
+    failing = wl.set_pods_ready(started, False, NOW)
+    assert find_condition(failing, "PodsReady")["reason"] == "WaitForRecovery"
+    recovered = wl.set_pods_ready(failing, True, NOW)
+    assert find_condition(recovered, "PodsReady")["reason"] == "Recovered"

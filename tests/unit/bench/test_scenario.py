@@ -53,6 +53,7 @@ def test_tas_workloads_and_nodes() -> None:
     assert nodes[0].name == "node-b0-r0-n0" and nodes[-1].name == "node-b0-r9-n63"
     assert nodes[-1].labels["cloud.provider.com/topology-rack"] == "rack-9"
     assert nodes[-1].labels["tas-node-group"] == "tas"
+    assert nodes[-1].labels["kubernetes.io/hostname"] == "node-b0-r9-n63"
     balanced = next(a for a in scenario.arrivals if a.class_name == "medium-balanced-rack")
     (pod_set,) = workload_object(balanced)["spec"]["podSets"]
     assert pod_set["count"] == 4

@@ -22,7 +22,6 @@ ROOT = Path(__file__).resolve().parents[3]
 SCENARIO_DIRS = [ROOT.parent / "shared" / "scenarios", ROOT / "tests" / "scenarios"]
 
 NOT_YET: dict[str, str] = {
-    "preemption-": "needs issue 8",
     "dra-": "needs issue 10",
 }
 

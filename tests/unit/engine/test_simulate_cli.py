@@ -97,14 +97,19 @@ def test_unknown_kind_names_file_and_document(tmp_path: Path) -> None:
 
 
 def test_unknown_field_names_the_field(tmp_path: Path) -> None:
-    code, _, err = _run(tmp_path, BASE.replace("queueingStrategy", "x") + _workload("a", "1")
-                        .replace("queueName: lq", "queueName: lq\n  colour: red"))
+    code, _, err = _run(
+        tmp_path,
+        BASE.replace("queueingStrategy", "x")
+        + _workload("a", "1").replace("queueName: lq", "queueName: lq\n  colour: red"),
+    )
     assert code == 2
     assert "document 5 (Workload/team/a): spec.colour: unknown field" in err
 
 
 def test_admission_naming_a_missing_cluster_queue_is_an_error(tmp_path: Path) -> None:
-    running = _workload("r", "1") + """status:
+    running = (
+        _workload("r", "1")
+        + """status:
   admission:
     clusterQueue: nowhere
     podSetAssignments:
@@ -113,13 +118,16 @@ def test_admission_naming_a_missing_cluster_queue_is_an_error(tmp_path: Path) ->
   - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: ok,
      lastTransitionTime: "2025-01-01T00:00:00Z"}
 """
+    )
     code, _, err = _run(tmp_path, BASE + running)
     assert code == 2
     assert "(Workload/team/r): status.admission.clusterQueue: Not found: 'nowhere'" in err
 
 
 def test_running_workloads_hold_quota(tmp_path: Path) -> None:
-    running = _workload("r", "2") + """status:
+    running = (
+        _workload("r", "2")
+        + """status:
   admission:
     clusterQueue: cq
     podSetAssignments:
@@ -128,6 +136,7 @@ def test_running_workloads_hold_quota(tmp_path: Path) -> None:
   - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: ok,
      lastTransitionTime: "2025-01-01T00:00:00Z"}
 """
+    )
     code, out, _ = _run(tmp_path, BASE + running + _workload("new", "1"))
     assert code == 0
     workloads = json.loads(out)["workloads"]

@@ -504,3 +504,12 @@ def test_required_node_affinity_filters_hostname_leaves() -> None:
         'topology "default" allows to fit only 8 out of 9 pod(s). Total nodes: 3; '
         "excluded: affinity: 1",
     )
+
+
+def test_a_podset_of_size_zero_gets_no_assignment() -> None:
+    snap = _rack_snapshot()
+    empty = PodSetTASRequest("empty", 0, {"cpu": 1000}, topology=TopologyRequest(required=RACK))
+    worker = PodSetTASRequest("worker", 1, {"cpu": 1000}, topology=TopologyRequest(required=RACK))
+    outcome = find_assignments(snap, [empty, worker])
+    assert outcome.failure is None
+    assert list(outcome.assignments) == ["worker"]

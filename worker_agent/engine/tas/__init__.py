@@ -23,7 +23,9 @@ How the engine uses it
    ones sharing the unchanged parts.
 
 2. For a workload, build one :class:`PodSetTASRequest` per TAS podset on this flavor
-   (``count`` after partial admission, ``per_pod`` without ``pods``, ``topology`` from
+   (``count`` after partial admission; ``per_pod`` is one pod's request from the pod template,
+   without ``pods`` and without quota transformations, as Kueue uses the PodSpec both to place
+   and to account admitted usage; ``topology`` from
    ``topologyRequest`` via :meth:`TopologyRequest.from_fields`, or ``topology=None,
    implied=True`` for a podset without one in a TAS-only ClusterQueue), then::
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from worker_agent.engine.tas.algorithm import PlacementError, PlacementRun, requested_level_key
 from worker_agent.engine.tas.assignment import (
     DomainAssignment,
     PlacementFailure,
     TopologyAssignment,
 )
-from worker_agent.engine.tas.placement import PlacementError, PlacementRun, requested_level_key
 from worker_agent.engine.tas.requests import PodSetTASRequest, SliceLayer
 from worker_agent.engine.tas.snapshot import Resources, TASFlavorSnapshot, domain_id
 

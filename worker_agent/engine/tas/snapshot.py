@@ -69,6 +69,12 @@ class TopologyDomainTree:
     """Interned capacity mappings: equal capacities are one object, so placement can count
     each distinct capacity once. A cache only; it never changes what a snapshot means."""
 
+    count_cache: dict[tuple[object, int], tuple[Resources, tuple[int, str]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """Pod counts already computed for (request, capacity object); each entry keeps its
+    capacity object, and a hit is used only when it is that very object."""
+
     def intern(self, amounts: Mapping[str, int]) -> Resources:
         key = tuple(sorted(amounts.items()))
         found = self.capacity_pool.get(key)

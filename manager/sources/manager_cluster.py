@@ -1,0 +1,403 @@
+"""The manager cluster as a source, the way Kueue's MultiKueue manager reads it.
+
+Jobs carrying the queue-name label whose LocalQueue points at a ClusterQueue with a MultiKueue
+AdmissionCheck (controllerName kueue.x-k8s.io/multikueue) become workloads; the check's
+MultiKueueConfig lists the MultiKueueClusters, whose kubeconfigs (a Secret in the Kueue
+namespace, key `kubeconfig`, or a file path) define the workers. The manager Job stays suspended
+(spec.managedBy: kueue.x-k8s.io/multikueue) and receives its worker's Job status.
+
+This loop re-reads the manager cluster every `interval` seconds (a level-based relist; the
+objects involved are few, and each pass converges from whatever state it finds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import load_kube_config_from_dict
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from manager import states
+from manager.db import clusters as cluster_queries
+from manager.db import workloads as workload_queries
+from manager.db.credentials import new_token, token_digest
+from manager.db.events import append_event
+from manager.db.tables import WorkloadRow
+from manager.jobs import (
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    MANAGED_BY,
+    QUEUE_LABEL,
+    ManifestError,
+    parse_job,
+    workload_name,
+)
+from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
+from manager.runtime import ManagerRuntime
+
+log = logging.getLogger(__name__)
+
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+SOURCE = "manager-cluster"
+CLUSTER_SOURCE = "multikueue"
+
+
+@dataclass
+class _Topology:
+    """What the manager cluster says this pass: MultiKueue queues and their workers."""
+
+    queue_to_config: dict[tuple[str, str], str] = field(default_factory=dict)
+    configs: dict[str, list[str]] = field(default_factory=dict)
+    clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class ManagerClusterSource:
+    def __init__(
+        self,
+        runtime: ManagerRuntime,
+        kubeconfig: dict[str, Any],
+        *,
+        kueue_namespace: str = "kueue-system",
+        interval: float = 2.0,
+    ) -> None:
+        self._runtime = runtime
+        self._kubeconfig = kubeconfig
+        self._namespace = kueue_namespace
+        self._interval = interval
+        self._api: client.ApiClient | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._synced_status: dict[tuple[str, str], str] = {}
+        self._kubeconfig_digest: dict[str, str] = {}
+        self.passes = 0
+
+    async def start(self) -> None:
+        configuration = client.Configuration()
+        await load_kube_config_from_dict(self._kubeconfig, client_configuration=configuration)
+        self._api = client.ApiClient(configuration=configuration)
+        self._task = asyncio.create_task(self._run(), name="manager-cluster-source")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._api is not None:
+            await self._api.close()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.sync_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("manager cluster pass failed")
+            await asyncio.sleep(self._interval)
+
+    # ---- one pass --------------------------------------------------------------------------
+
+    async def sync_once(self) -> None:
+        topology = await self._read_topology()
+        await self._sync_workers(topology)
+        await self._sync_jobs(topology)
+        self.passes += 1
+
+    async def _list(self, plural: str) -> list[dict[str, Any]]:
+        custom = client.CustomObjectsApi(self._api)
+        result = await custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural)
+        return list(result.get("items") or [])
+
+    async def _read_topology(self) -> _Topology:
+        checks = {
+            ac["metadata"]["name"]: ((ac.get("spec") or {}).get("parameters") or {}).get("name")
+            for ac in await self._list("admissionchecks")
+            if (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER
+        }
+        cq_config: dict[str, str] = {}
+        for cq in await self._list("clusterqueues"):
+            strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
+            names = [c.get("name") for c in strategy.get("admissionChecks") or []]
+            names += list((cq.get("spec") or {}).get("admissionChecks") or [])
+            for name in names:
+                if checks.get(name):
+                    cq_config[cq["metadata"]["name"]] = str(checks[name])
+        topology = _Topology()
+        for lq in await self._list("localqueues"):
+            target = (lq.get("spec") or {}).get("clusterQueue")
+            if target in cq_config:
+                meta = lq["metadata"]
+                topology.queue_to_config[(meta["namespace"], meta["name"])] = cq_config[target]
+        used = set(cq_config.values())
+        for config in await self._list("multikueueconfigs"):
+            if config["metadata"]["name"] in used:
+                topology.configs[config["metadata"]["name"]] = list(
+                    (config.get("spec") or {}).get("clusters") or []
+                )
+        wanted = {name for names in topology.configs.values() for name in names}
+        for cluster in await self._list("multikueueclusters"):
+            if cluster["metadata"]["name"] in wanted:
+                topology.clusters[cluster["metadata"]["name"]] = cluster
+        return topology
+
+    # ---- workers -----------------------------------------------------------------------------
+
+    async def _kubeconfig_of(self, cluster: dict[str, Any]) -> tuple[str | None, str, str]:
+        """(kubeconfig text or None, reason, message) from a MultiKueueCluster's source."""
+        source = ((cluster.get("spec") or {}).get("clusterSource") or {}).get("kubeConfig") or {}
+        location = source.get("location")
+        if not location:
+            return None, "BadConfig", "spec.clusterSource.kubeConfig.location is not set"
+        if source.get("locationType", "Secret") == "Path":
+            path = Path(location)
+            if ".." in path.parts or not path.is_absolute():
+                return None, "BadConfig", f"path {location!r} must be absolute without '..'"
+            try:
+                return await asyncio.to_thread(path.read_text), "", ""
+            except OSError as error:
+                return None, "BadConfig", f"cannot read {location}: {error.strerror}"
+        core = client.CoreV1Api(self._api)
+        try:
+            secret = await core.read_namespaced_secret(location, self._namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return None, "BadConfig", f"secret {self._namespace}/{location} not found"
+            raise
+        data = (secret.data or {}).get("kubeconfig")
+        if not data:
+            return None, "BadConfig", f"secret {self._namespace}/{location} has no kubeconfig key"
+        return base64.b64decode(data).decode(), "", ""
+
+    async def _sync_workers(self, topology: _Topology) -> None:
+        runtime = self._runtime
+        for name, cluster in topology.clusters.items():
+            text, reason, message = await self._kubeconfig_of(cluster)
+            if text is not None:
+                try:
+                    load_kubeconfig(text)
+                except KubeconfigError as error:
+                    text, reason, message = None, "BadKubeConfig", str(error)
+            if text is None:
+                await self._set_active(cluster, False, reason, message)
+                continue
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            if self._kubeconfig_digest.get(name) != digest:
+                await self._store_cluster(name, text)
+                self._kubeconfig_digest[name] = digest
+            connection = runtime.dispatcher.connections.get(name)
+            if connection is not None and connection.ready:
+                await self._set_active(cluster, True, "Active", "Connected")
+            elif connection is not None and connection.reason:
+                await self._set_active(
+                    cluster, False, "ClientConnectionFailed", connection.message or ""
+                )
+        async with runtime.sessions() as session:
+            stored = [
+                r.name
+                for r in await cluster_queries.list_clusters(session)
+                if r.source == CLUSTER_SOURCE
+            ]
+        for name in stored:
+            if name not in topology.clusters:
+                await runtime.dispatcher.remove_cluster(name)
+                async with runtime.sessions.begin() as session:
+                    await cluster_queries.delete_cluster(session, name)
+                self._kubeconfig_digest.pop(name, None)
+
+    async def _store_cluster(self, name: str, text: str) -> None:
+        runtime = self._runtime
+        now = runtime.clock.now()
+        encrypted = runtime.cipher.encrypt(text)
+        async with runtime.sessions.begin() as session:
+            row = await cluster_queries.get_cluster(session, name)
+            if row is None:
+                await cluster_queries.add_cluster(
+                    session,
+                    name=name,
+                    kubeconfig_encrypted=encrypted,
+                    token_sha256=token_digest(new_token()),
+                    source=CLUSTER_SOURCE,
+                    now=now,
+                )
+                append_event(
+                    session,
+                    at=now,
+                    kind="ClusterRegistered",
+                    message="from MultiKueueCluster",
+                    cluster=name,
+                )
+            else:
+                row.kubeconfig_encrypted = encrypted
+        await runtime.dispatcher.reconnect_cluster(name)
+
+    async def _set_active(
+        self, cluster: dict[str, Any], active: bool, reason: str, message: str
+    ) -> None:
+        """Keep the MultiKueueCluster's Active condition true to the facts."""
+        status = "True" if active else "False"
+        current = [
+            c
+            for c in (cluster.get("status") or {}).get("conditions") or []
+            if c.get("type") == "Active"
+        ]
+        if current and current[0].get("status") == status and current[0].get("reason") == reason:
+            return
+        condition = {
+            "type": "Active",
+            "status": status,
+            "reason": reason,
+            "message": message[:1000] or reason,
+            "lastTransitionTime": self._runtime.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "observedGeneration": (cluster.get("metadata") or {}).get("generation", 0),
+        }
+        custom = client.CustomObjectsApi(self._api)
+        with contextlib.suppress(ApiException):
+            await custom.patch_cluster_custom_object_status(
+                KUEUE_GROUP,
+                KUEUE_VERSION,
+                "multikueueclusters",
+                cluster["metadata"]["name"],
+                {"status": {"conditions": [condition]}},
+                _content_type="application/merge-patch+json",
+            )
+
+    # ---- jobs ---------------------------------------------------------------------------------
+
+    async def _sync_jobs(self, topology: _Topology) -> None:
+        batch = client.BatchV1Api(self._api)
+        listed = await batch.list_job_for_all_namespaces(
+            label_selector=QUEUE_LABEL, _preload_content=False
+        )
+        jobs = json.loads(await listed.read()).get("items") or []
+        present: dict[tuple[str, str], dict[str, Any]] = {}
+        for job in jobs:
+            meta = job["metadata"]
+            queue = (meta.get("labels") or {}).get(QUEUE_LABEL)
+            if (meta["namespace"], queue) not in topology.queue_to_config:
+                continue
+            present[(meta["namespace"], meta["name"])] = job
+        async with self._runtime.sessions() as session:
+            rows = list(
+                (
+                    await session.execute(select(WorkloadRow).where(WorkloadRow.source == SOURCE))
+                ).scalars()
+            )
+        known = {(r.namespace, r.name): r for r in rows}
+        for key, job in present.items():
+            row = known.get(key)
+            if row is None or row.uid != job["metadata"].get("uid"):
+                if row is None:
+                    await self._admit_job(job)
+                continue
+            if row.state not in states.FINAL_STATES or row.remote_status:
+                await self._sync_status(job, row)
+        for key, row in known.items():
+            gone = key not in present or present[key]["metadata"].get("uid") != row.uid
+            if gone and row.state not in states.FINAL_STATES and not row.cancel_requested:
+                await self._cancel(row, "its Job was deleted from the manager cluster")
+
+    async def _admit_job(self, job: dict[str, Any]) -> None:
+        runtime = self._runtime
+        meta = job["metadata"]
+        try:
+            parsed = parse_job(job)
+        except ManifestError as error:
+            log.warning(
+                "Job %s/%s cannot be dispatched: %s", meta["namespace"], meta["name"], error
+            )
+            return
+        spec = job.get("spec") or {}
+        if not spec.get("suspend") and spec.get("managedBy") != MANAGED_BY:
+            # Kueue's webhook would have suspended it at creation; do it now, before it runs here.
+            batch = client.BatchV1Api(self._api)
+            with contextlib.suppress(ApiException):
+                await batch.patch_namespaced_job(
+                    meta["name"], meta["namespace"], {"spec": {"suspend": True}}
+                )
+        uid = str(meta.get("uid") or "")
+        now = runtime.clock.now()
+        row = workload_queries.new_workload_row(
+            parsed,
+            uid=uid,
+            workload_name=workload_name("Job", parsed.name, uid),
+            priority=await self._priority(parsed.priority_class),
+            source=SOURCE,
+            now=now,
+        )
+        try:
+            async with runtime.sessions.begin() as session:
+                await workload_queries.add_workload(session, row)
+                append_event(
+                    session,
+                    at=now,
+                    kind="Submitted",
+                    message=f"from the manager cluster, queue {parsed.queue}",
+                    workload_id=row.id,
+                )
+        except IntegrityError:
+            return  # the same name was submitted through REST; that one is dispatched
+        runtime.dispatcher.workload_added(row)
+
+    async def _priority(self, name: str | None) -> int:
+        if not name:
+            return 0
+        custom = client.CustomObjectsApi(self._api)
+        try:
+            found = await custom.get_cluster_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", name
+            )
+        except ApiException:
+            return 0
+        return int(found.get("value") or 0)
+
+    async def _sync_status(self, job: dict[str, Any], row: WorkloadRow) -> None:
+        """Copy the worker Job's status to the manager's Job (which never runs itself)."""
+        remote = row.remote_status
+        if not remote:
+            return
+        digest = hashlib.sha256(json.dumps(remote, sort_keys=True).encode()).hexdigest()
+        key = (row.namespace, row.name)
+        if self._synced_status.get(key) == digest:
+            return
+        batch = client.BatchV1Api(self._api)
+        try:
+            await batch.patch_namespaced_job_status(row.name, row.namespace, {"status": remote})
+            self._synced_status[key] = digest
+        except ApiException as error:
+            log.info("status of Job %s/%s not synced: %s", row.namespace, row.name, error.reason)
+
+    async def _cancel(self, row: WorkloadRow, message: str) -> None:
+        runtime = self._runtime
+        async with runtime.sessions.begin() as session:
+            fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
+            if fresh is None or fresh.state in states.FINAL_STATES:
+                return
+            fresh.cancel_requested = True
+            append_event(
+                session,
+                at=runtime.clock.now(),
+                kind="CancelRequested",
+                message=message,
+                workload_id=row.id,
+            )
+        runtime.dispatcher.enqueue(row.id)
+
+
+def read_kubeconfig_file(path: str) -> dict[str, Any]:
+    with open(path) as handle:
+        data = yaml.safe_load(handle)
+    if not isinstance(data, dict):
+        raise KubeconfigError(f"{path} is not a kubeconfig")
+    load_kubeconfig(data)
+    return data

@@ -1,0 +1,105 @@
+"""Both kustomize overlays render, and what they render is accepted: the kinds kubesim serves by
+kubectl's client and server dry runs, the rest (Deployments, Services, RBAC) by schema and
+cross-reference checks, including every `mkq` flag the containers pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kubesim import RunningCluster
+
+from .conftest import (
+    OVERLAYS,
+    Document,
+    Kubectl,
+    documents,
+    dump,
+    kubectl_binary,
+    run,
+    served_kinds,
+)
+from .manifest_checks import UNSERVED_CHECKED, Rendering, check
+
+pytestmark = pytest.mark.kubectl
+
+OVERLAY_NAMES = ("manager-cluster", "worker-cluster")
+
+
+async def _render(name: str) -> list[Document]:
+    result = await run([kubectl_binary(), "kustomize", str(OVERLAYS / name)])
+    assert result.code == 0, f"kubectl kustomize {name} failed:\n{result.err}"
+    return documents(result.out)
+
+
+def _key(doc: Document) -> tuple[str, str]:
+    return str(doc.get("apiVersion")), str(doc.get("kind"))
+
+
+@pytest.mark.parametrize("overlay", OVERLAY_NAMES)
+async def test_overlay_renders_and_passes_dry_runs(
+    overlay: str, cluster: RunningCluster, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    docs = await _render(overlay)
+    served = await served_kinds(cluster)
+    on_server = [d for d in docs if served.serves(d)]
+    elsewhere = [d for d in docs if not served.serves(d)]
+    assert {_key(d) for d in elsewhere} <= UNSERVED_CHECKED, "a kind nothing checks"
+    assert {d["kind"] for d in on_server} >= {"Namespace", "ServiceAccount", "Secret"}
+
+    manifest = tmp_path / f"{overlay}.yaml"
+    manifest.write_text(dump(on_server))
+    client = await kubectl.ok("apply", "--dry-run=client", "-f", str(manifest))
+    assert client.count("(dry run)") == len(on_server), client
+
+    # A server dry run persists nothing, so the namespace must exist for what goes into it.
+    for namespace in (d for d in on_server if d["kind"] == "Namespace"):
+        await kubectl.ok("create", "namespace", namespace["metadata"]["name"])
+    server = await kubectl.ok("apply", "--dry-run=server", "-f", str(manifest))
+    assert server.count("(server dry run)") == len(on_server), server
+
+    assert check(Rendering(docs)) == []
+
+
+async def test_overlays_hold_what_each_cluster_needs() -> None:
+    manager = Rendering(await _render("manager-cluster"))
+    worker = Rendering(await _render("worker-cluster"))
+    for kind, name in [
+        ("Deployment", "mkq-manager"),
+        ("Service", "mkq-manager"),
+        ("ServiceAccount", "mkq-manager"),
+        ("ClusterRole", "mkq-manager"),
+        ("Secret", "mkq-database"),
+        ("Secret", "mkq-manager"),
+    ]:
+        assert manager.find(kind, name) is not None, f"manager-cluster lacks {kind}/{name}"
+    for kind, name in [
+        ("Deployment", "mkq-agent"),
+        ("ClusterRole", "mkq-agent"),
+        ("Role", "mkq-agent-leader-election"),
+        ("Secret", "mkq-agent"),
+        ("ClusterRole", "mkq-manager-access"),
+        ("Secret", "mkq-manager-access-token"),
+    ]:
+        assert worker.find(kind, name) is not None, f"worker-cluster lacks {kind}/{name}"
+    assert manager.find("Deployment", "mkq-agent") is None
+    assert worker.find("Deployment", "mkq-manager") is None
+
+
+async def test_schema_checks_catch_a_broken_deployment() -> None:
+    """The checks standing in for a dry run do reject what an API server or a pod would."""
+    docs = await _render("worker-cluster")
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = [*container["args"], "--in-cluster"]
+    container["env"] = [e for e in container["env"] if e["name"] != "MKQ_AGENT_TOKEN"]
+    deployment["spec"]["selector"]["matchLabels"] = {"app": "other"}
+    binding = next(d for d in docs if d["kind"] == "ClusterRoleBinding")
+    binding["roleRef"]["name"] = "missing"
+
+    problems = "\n".join(check(Rendering(docs)))
+    assert "`mkq agent run` has no flag --in-cluster" in problems
+    assert "$(MKQ_AGENT_TOKEN) is not set" in problems
+    assert "spec.selector.matchLabels must match" in problems
+    assert "roleRef ClusterRole/missing is not rendered" in problems
