@@ -25,6 +25,9 @@ COPY --from=build /install /usr/local
 # The Kueue CRDs and example setups, for `mkq kubesim serve --crds /opt/mkq/deploy/crds`.
 COPY deploy/crds /opt/mkq/deploy/crds
 COPY deploy/examples /opt/mkq/deploy/examples
+COPY deploy/compose /opt/mkq/deploy/compose
+# Owned by mkq, so a named volume mounted here (docker-compose.yaml) is writable by it.
+RUN mkdir -p /var/lib/mkq && chown 65532:65532 /var/lib/mkq
 WORKDIR /opt/mkq
 USER 65532:65532
 EXPOSE 8080

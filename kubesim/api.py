@@ -43,6 +43,8 @@ _NAME_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 CRD_KEY = "apiextensions.k8s.io/customresourcedefinitions"
+POD_KEY = "/pods"
+PRIORITY_CLASS_KEY = "scheduling.k8s.io/priorityclasses"
 NAMESPACE_KEY = "/namespaces"
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -271,6 +273,8 @@ class Api:
             meta.pop("managedFields", None)
         strategies.reset_status_on_create(rt, obj)
         strategies.default_on_create(rt, obj)
+        if rt.key == POD_KEY:
+            self._resolve_priority(obj)
         self._custom_resource_checks(rt, version, obj, options)
         strategies.raise_if(strategies.validate(rt, obj), rt, str(name))
         if options.dry_run:
@@ -279,6 +283,33 @@ class Api:
         if rt.key == CRD_KEY:
             self._crd_changed(obj)
         return self.store.get(rt.key, namespace, name) or obj
+
+    def _resolve_priority(self, pod: Obj) -> None:
+        """The Priority admission plugin: priorityClassName -> spec.priority."""
+        spec = pod.setdefault("spec", {})
+        class_name = spec.get("priorityClassName")
+        if class_name:
+            found = self.store.get(PRIORITY_CLASS_KEY, "", str(class_name))
+            if found is None:
+                raise forbidden(
+                    f'pods "{pod["metadata"].get("name", "")}" is forbidden: no PriorityClass '
+                    f"with name {class_name} was found"
+                )
+        else:
+            found = next(
+                (pc for pc in self.store.items(PRIORITY_CLASS_KEY) if pc.get("globalDefault")),
+                None,
+            )
+            if found is not None:
+                spec["priorityClassName"] = found["metadata"]["name"]
+        if found is not None:
+            spec["priority"] = int(found.get("value", 0))
+            spec.setdefault(
+                "preemptionPolicy", found.get("preemptionPolicy", "PreemptLowerPriority")
+            )
+        else:
+            spec.setdefault("priority", 0)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
     # ---- update --------------------------------------------------------------------------
 

@@ -225,7 +225,17 @@ def apply(
     if previous is not None:
         stale = from_fields_v1(previous.get("fieldsV1") or {}) - new_paths
         still_used = {path[:n] for path in new_paths for n in range(1, len(path))}
-        for path in sorted(stale - still_used, key=len, reverse=True):
+        others: set[Path] = set()
+        for entry in managed:
+            if entry is not previous and entry.get("fieldsType", "FieldsV1") == "FieldsV1":
+                others |= from_fields_v1(entry.get("fieldsV1") or {})
+        removable = stale - still_used - others
+        # Whole list items first (their identity is in their key fields), then leaf fields.
+        items = [path for path in removable if path[-1][0] == "."]
+        leaves = [path for path in removable if path[-1][0] != "."]
+        for path in sorted(items, key=len, reverse=True):
+            _remove(result, path)
+        for path in sorted(leaves, key=len, reverse=True):
             _remove(result, path)
     entry: Obj = {
         "manager": manager,

@@ -41,6 +41,10 @@ from .store import Store
 log = logging.getLogger("kubesim")
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+SYSTEM_PRIORITY_CLASSES = (
+    ("system-cluster-critical", 2000000000),
+    ("system-node-critical", 2000001000),
+)
 
 
 class ClusterStartError(RuntimeError):
@@ -254,6 +258,17 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
     namespace_type = api.type_for("/namespaces")
     for namespace in INITIAL_NAMESPACES:
         api.create(namespace_type, "", {"metadata": {"name": namespace}})
+    priority_type = api.type_for("scheduling.k8s.io/priorityclasses")
+    for name, value in SYSTEM_PRIORITY_CLASSES:
+        api.create(
+            priority_type,
+            "",
+            {
+                "metadata": {"name": name},
+                "value": value,
+                "description": "Used for system critical pods that must not be moved.",
+            },
+        )
     node_type = api.type_for("/nodes")
     now = api.clock()
     for shape in files.shapes:

@@ -180,7 +180,7 @@ class JobController(Reconciler):
                 self.recorder.record(job, "Normal", "Resumed", "Job resumed", COMPONENT)
             if not new_status.get("startTime"):
                 new_status["startTime"] = now
-            failure = self._failure(spec, new_status, failed, now)
+            failure = self._failure(spec, new_status, failed, _restarts(spec, active))
             if failure is not None:
                 reason, message = failure
                 self._delete_pods(active, job)
@@ -239,8 +239,11 @@ class JobController(Reconciler):
                 pods.append(pod)
         return pods
 
-    def _failure(self, spec: Obj, status: Obj, failed: int, now: str) -> tuple[str, str] | None:
-        if failed > int(spec.get("backoffLimit", 6)):
+    def _failure(
+        self, spec: Obj, status: Obj, failed: int, restarts: int
+    ) -> tuple[str, str] | None:
+        limit = int(spec.get("backoffLimit", 6))
+        if failed > limit or (restarts > 0 and restarts >= max(limit, 1)):
             return "BackoffLimitExceeded", "Job has reached the specified backoff limit"
         deadline = spec.get("activeDeadlineSeconds")
         start = status.get("startTime")
@@ -380,6 +383,18 @@ def _index_of(pod: Obj) -> int | None:
         return int(value) if value is not None else None
     except ValueError:
         return None
+
+
+def _restarts(spec: Obj, active: list[Obj]) -> int:
+    """Container restarts of OnFailure pods count toward backoffLimit, as in Kubernetes."""
+    template_spec = (spec.get("template") or {}).get("spec") or {}
+    if template_spec.get("restartPolicy") != "OnFailure":
+        return 0
+    return sum(
+        int(c.get("restartCount", 0))
+        for pod in active
+        for c in (pod.get("status") or {}).get("containerStatuses") or []
+    )
 
 
 def _pod_ready(pod: Obj) -> bool:

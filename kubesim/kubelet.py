@@ -193,6 +193,10 @@ class Kubelet:
             return
         code = exit_code(pod)
         now = self.api.clock()
+        policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
+        if policy == "Always" or (policy == "OnFailure" and code != 0):
+            self._restart(pod, code, now)
+            return
 
         def change(obj: Obj) -> bool:
             status = obj.setdefault("status", {})
@@ -220,6 +224,59 @@ class Kubelet:
             self.api.mutate(POD_KEY, namespace, name, change, "status")
         except ApiError as error:
             log.debug("finishing %s/%s failed: %s", namespace, name, error)
+
+    def _restart(self, pod: Obj, code: int, now: str) -> None:
+        """Containers of Always/OnFailure pods are restarted in place, with the kubelet's
+        crash-loop back-off (10s doubling to 5m, scaled like run times) before the next run."""
+        meta = pod["metadata"]
+        restarts = 1 + max(
+            (
+                int(c.get("restartCount", 0))
+                for c in (pod.get("status") or {}).get("containerStatuses") or []
+            ),
+            default=0,
+        )
+
+        def change(obj: Obj) -> bool:
+            status = obj.setdefault("status", {})
+            if status.get("phase") != "Running":
+                return False
+            for container in status.get("containerStatuses") or []:
+                container["lastState"] = {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else "Error",
+                        "startedAt": (container.get("state") or {})
+                        .get("running", {})
+                        .get("startedAt", now),
+                        "finishedAt": now,
+                        "containerID": container.get("containerID", ""),
+                    }
+                }
+                container["restartCount"] = restarts
+                container["state"] = {"running": {"startedAt": now}}
+            return True
+
+        try:
+            updated = self.api.mutate(
+                POD_KEY, meta.get("namespace") or "", meta["name"], change, "status"
+            )
+        except ApiError as error:
+            log.debug("restarting %s failed: %s", meta["name"], error)
+            return
+        seconds = run_time(pod)
+        if updated is None or seconds is None:
+            return
+        backoff = min(10.0 * 2 ** (restarts - 1), 300.0)
+        heapq.heappush(
+            self._deadlines,
+            (
+                time.monotonic() + (seconds + backoff) * self.scale,
+                meta.get("namespace") or "",
+                meta["name"],
+                meta["uid"],
+            ),
+        )
 
 
 def _conditions(existing: list[Obj], now: str, *, ready: bool, reason: str = "") -> list[Obj]:

@@ -152,6 +152,12 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         generation=True,
     ),
     _builtin("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, generation=True),
+    _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short=("pc",)),
+    # RBAC objects are stored (so manifests apply) but not enforced: every token is admin.
+    _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
+    _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
 )
 
 

@@ -153,9 +153,7 @@ def _default_pod_spec(spec: Obj, *, top_level: bool) -> None:
     if top_level:
         spec.setdefault("serviceAccountName", "default")
         spec.setdefault("serviceAccount", spec["serviceAccountName"])
-        spec.setdefault("priority", 0)
         spec.setdefault("enableServiceLinks", True)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         tolerations = spec.setdefault("tolerations", [])
         for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
             if not any(isinstance(t, dict) and t.get("key") == taint for t in tolerations):

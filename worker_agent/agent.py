@@ -93,6 +93,10 @@ class AgentConfig:
     workers: int = 4
     write_parallelism: int = 16
     report_interval: float = 2.0
+    pods_ready_timeout: float | None = 1800.0
+    """waitForPodsReady (on by default in Kueue's v1beta2 configuration); None disables."""
+    requeue_backoff_base: float = 60.0
+    requeue_backoff_max: float = 3600.0
 
 
 class _LeaderRun:
@@ -114,8 +118,16 @@ class _LeaderRun:
             JobController(i, informers, writer, recorder, agent.clock, agent.on_finish)
             for i in agent.integrations
         ]
+        config = agent.config
         self.workloads = WorkloadController(
-            informers, writer, agent.clock, [PODS, *(i.resource for i in agent.integrations)]
+            informers,
+            writer,
+            agent.clock,
+            [PODS, *(i.resource for i in agent.integrations)],
+            pods_ready_timeout=config.pods_ready_timeout,
+            backoff_base=config.requeue_backoff_base,
+            backoff_max=config.requeue_backoff_max,
+            recorder=recorder,
         )
         self.pod_groups = PodGroupController(
             informers, writer, recorder, agent.clock, agent.on_finish

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from worker_agent.conditions import condition_true, find_condition, set_condition
+from worker_agent.conditions import (
+    condition_true,
+    find_condition,
+    parse_time,
+    rfc3339,
+    set_condition,
+)
 from worker_agent.integrations.base import UNCONSTRAINED_TOPOLOGY, PodSetInfo
 from worker_agent.resources import KUEUE_GROUP, KUEUE_VERSION
 from worker_agent.topology import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
@@ -332,4 +338,67 @@ def set_pods_ready(workload: JsonObject, pods_ready: bool, now: datetime) -> Jso
         return None
     result, status = _with_status(workload)
     set_condition(status, PODS_READY, value, reason, message, now, _generation(workload))
+    return result
+
+
+EVICTED_BY_PODS_READY_TIMEOUT = "PodsReadyTimeout"
+_BACKOFF_REASONS = (EVICTED_BY_PODS_READY_TIMEOUT, "AdmissionCheck")
+
+
+def pods_ready_deadline(workload: JsonObject, timeout: timedelta) -> datetime | None:
+    """When an admitted Workload whose pods are not all ready must be evicted (waitForPodsReady):
+    `timeout` after admission, or after a pod failed (WaitForRecovery)."""
+    if not is_admitted(workload) or is_evicted(workload) or not is_active(workload):
+        return None
+    ready = find_condition(workload, PODS_READY)
+    if ready is not None and ready.get("status") == "True":
+        return None
+    if ready is not None and ready.get("reason") == "WaitForRecovery":
+        since = parse_time(ready.get("lastTransitionTime"))
+    else:
+        since = parse_time((find_condition(workload, ADMITTED) or {}).get("lastTransitionTime"))
+    return None if since is None else since + timeout
+
+
+def evict_for_pods_ready_timeout(
+    workload: JsonObject, now: datetime, backoff_base: float, backoff_max: float
+) -> JsonObject | None:
+    """Evict with PodsReadyTimeout and start the requeue backoff: base * 2^(n-1), capped."""
+    meta = workload.get("metadata") or {}
+    message = f"Exceeded the PodsReady timeout {meta.get('namespace')}/{meta.get('name')}"
+    result = evict(workload, EVICTED_BY_PODS_READY_TIMEOUT, message, now)
+    if result is None:
+        return None
+    status = result["status"]
+    state = dict(status.get("requeueState") or {})
+    count = int(state.get("count") or 0) + 1
+    wait = min(backoff_base * 2 ** (count - 1), backoff_max)
+    state.update(count=count, requeueAt=rfc3339(now + timedelta(seconds=wait)))
+    status["requeueState"] = state
+    reason = EVICTED_BY_PODS_READY_TIMEOUT
+    set_condition(status, REQUEUED, False, reason, message, now, _generation(workload))
+    return result
+
+
+def backoff_remaining(workload: JsonObject, now: datetime) -> float | None:
+    """Seconds until a requeue backoff ends; 0 when it has ended; None when there is none."""
+    requeued = find_condition(workload, REQUEUED)
+    if requeued is None or requeued.get("status") != "False":
+        return None
+    if requeued.get("reason") not in _BACKOFF_REASONS:
+        return None
+    at = parse_time(((workload.get("status") or {}).get("requeueState") or {}).get("requeueAt"))
+    return 0.0 if at is None else max(0.0, (at - now).total_seconds())
+
+
+def finish_backoff(workload: JsonObject, now: datetime) -> JsonObject | None:
+    """Requeued=True (BackoffFinished) once the backoff is over: it may be admitted again."""
+    if backoff_remaining(workload, now) != 0.0:
+        return None
+    result, status = _with_status(workload)
+    state = dict(status.get("requeueState") or {})
+    state.pop("requeueAt", None)
+    status["requeueState"] = state
+    message = "The workload backoff was finished"
+    set_condition(status, REQUEUED, True, "BackoffFinished", message, now, _generation(workload))
     return result

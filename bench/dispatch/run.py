@@ -203,6 +203,7 @@ async def run_mode(
     job_cpu: str,
     cluster_cpu: str,
     within: float,
+    worker_qps: float,
 ) -> dict[str, Any]:
     token = secrets.token_urlsafe(16)
     port = _free_port()
@@ -215,6 +216,8 @@ async def run_mode(
             "MKQ_API_TOKEN": token,
             "MKQ_ENCRYPTION_KEY": Fernet.generate_key().decode(),
             "MKQ_DISPATCHER": mode,
+            "MKQ_WORKER_QPS": str(worker_qps),
+            "MKQ_WORKER_BURST": str(int(worker_qps * 2)),
             "MKQ_RESYNC_SECONDS": "10",
             "MKQ_GC_SECONDS": "10",
         }
@@ -370,6 +373,12 @@ def main() -> None:
     parser.add_argument("--cluster-cpu", default="20")
     parser.add_argument("--within", type=float, default=1800.0)
     parser.add_argument(
+        "--worker-qps",
+        type=float,
+        default=50.0,
+        help="the manager's write rate limit per worker (MKQ_WORKER_QPS)",
+    )
+    parser.add_argument(
         "--database-url",
         default=os.environ.get(
             "MKQ_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -388,6 +397,7 @@ def main() -> None:
                 job_cpu=args.job_cpu,
                 cluster_cpu=args.cluster_cpu,
                 within=args.within,
+                worker_qps=args.worker_qps,
             )
         )
         console.print(result)

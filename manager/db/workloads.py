@@ -8,7 +8,7 @@ from datetime import datetime
 
 from sqlalchemy import Select, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import joinedload, selectinload
 
 from manager import states
 from manager.db.tables import AttemptRow, WorkloadRow
@@ -62,7 +62,7 @@ async def add_workload(session: AsyncSession, row: WorkloadRow) -> WorkloadRow:
     return row
 
 
-def _with_attempts(statement: Select[tuple[WorkloadRow]]) -> Select[tuple[WorkloadRow]]:
+def _with_attempts(statement: Select[WorkloadRow]) -> Select[WorkloadRow]:
     return statement.options(selectinload(WorkloadRow.attempts))
 
 
@@ -78,11 +78,16 @@ async def get_workload(session: AsyncSession, namespace: str, name: str) -> Work
 async def get_workload_by_id(
     session: AsyncSession, workload_id: int, *, for_update: bool = False
 ) -> WorkloadRow | None:
-    statement = _with_attempts(select(WorkloadRow).where(WorkloadRow.id == workload_id))
+    # One round trip: attempts joined in (the lock covers the workload row only).
+    statement = (
+        select(WorkloadRow)
+        .options(joinedload(WorkloadRow.attempts))
+        .where(WorkloadRow.id == workload_id)
+    )
     if for_update:
         statement = statement.with_for_update(of=WorkloadRow)
     result = await session.execute(statement)
-    return result.scalar_one_or_none()
+    return result.unique().scalar_one_or_none()
 
 
 async def find_by_workload_name(
@@ -167,7 +172,7 @@ async def elect_winner(
         .values(cluster=cluster, state=states.ADMITTED, admitted_at=now, message=None)
         .execution_options(synchronize_session=False)
     )
-    return result.rowcount == 1  # type: ignore[attr-defined]
+    return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
 
 def active_attempt(row: WorkloadRow, cluster: str) -> AttemptRow | None:

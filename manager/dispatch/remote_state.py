@@ -51,8 +51,10 @@ def workload_copy_state(obj: Mapping[str, Any]) -> CopyState:
     evicted = condition(obj, "Evicted")
     finish_state: str | None = None
     if finished is not None:
+        # Kueue's reasons: Succeeded, Failed, and others (OutOfSync, OwnerNotFound...) that are
+        # not a success either.
         reason = str(finished.get("reason") or "")
-        finish_state = states.FAILED if reason.lower().startswith("fail") else states.SUCCEEDED
+        finish_state = states.SUCCEEDED if reason == "Succeeded" else states.FAILED
     return CopyState(
         admitted=reserved is not None and admitted_cond is not None,
         admitted_at=parse_time((admitted_cond or {}).get("lastTransitionTime")),

@@ -44,10 +44,9 @@ class _Rows:
 
 
 async def _lock_rows(session: AsyncSession, report: AgentReport) -> _Rows:
-    keys = {
-        (item.namespace, item.name)
-        for item in [*report.admissions, *report.finishes, *report.evictions]
-    }
+    keys = {(a.namespace, a.name) for a in report.admissions}
+    keys |= {(f.namespace, f.name) for f in report.finishes}
+    keys |= {(e.namespace, e.name) for e in report.evictions}
     if not keys:
         return _Rows([])
     names = {name for _, name in keys}

@@ -32,7 +32,7 @@ def reconnect_delay(failures: int, base: float = 5.0, cap: float = 320.0) -> flo
     """Kueue's MultiKueue backoff: base * 2^(min(n,7)-1), at most `cap` seconds."""
     if failures <= 0:
         return 0.0
-    return min(cap, base * 2 ** (min(failures, 7) - 1))
+    return float(min(cap, base * 2 ** (min(failures, 7) - 1)))
 
 
 def is_lost(unreachable_since: datetime | None, now: datetime, timeout: timedelta) -> bool:

@@ -348,7 +348,10 @@ class ClusterConnection:
         api = client.BatchV1Api(self._api)
         namespace = body["metadata"]["namespace"]
         try:
-            await self._write("create", lambda: api.create_namespaced_job(namespace, body))
+            await self._write(
+                "create",
+                lambda: api.create_namespaced_job(namespace, body),  # type: ignore[arg-type]
+            )
             return True
         except ApiException as error:
             if error.status == 409:

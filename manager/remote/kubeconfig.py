@@ -59,4 +59,4 @@ def load_kubeconfig(value: str | dict[str, Any]) -> tuple[dict[str, Any], Kubeco
             raise KubeconfigError(f"user {user_name!r}: {forbidden} is not allowed")
     if "tokenFile" in user:
         raise KubeconfigError(f"user {user_name!r}: tokenFile is not allowed; inline the token")
-    return data, KubeconfigInfo(server=server, context=current)
+    return data, KubeconfigInfo(server=str(server), context=str(current))

@@ -269,7 +269,7 @@ class ManagerClusterSource:
                 "multikueueclusters",
                 cluster["metadata"]["name"],
                 {"status": {"conditions": [condition]}},
-                _content_type="application/merge-patch+json",
+                _content_type="application/merge-patch+json",  # type: ignore[call-arg]
             )
 
     # ---- jobs ---------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ class ManagerClusterSource:
         listed = await batch.list_job_for_all_namespaces(
             label_selector=QUEUE_LABEL, _preload_content=False
         )
-        jobs = json.loads(await listed.read()).get("items") or []
+        jobs = json.loads(await listed.read()).get("items") or []  # type: ignore[attr-defined]
         present: dict[tuple[str, str], dict[str, Any]] = {}
         for job in jobs:
             meta = job["metadata"]

@@ -37,6 +37,14 @@ def agent() -> None:
 @click.option("--context", default=None, help="Kubeconfig context (default: current).")
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
 @click.option("--lease-namespace", default="default", show_default=True)
+@click.option(
+    "--wait-for-pods-ready-timeout",
+    type=click.FloatRange(min=0),
+    default=1800.0,
+    show_default=True,
+    help="Seconds an admitted workload may take to get all pods ready before it is evicted "
+    "and requeued with backoff (Kueue's waitForPodsReady); 0 disables.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def run(
     kubeconfig: str,
@@ -48,6 +56,7 @@ def run(
     context: str | None,
     leader_elect: bool,
     lease_namespace: str,
+    wait_for_pods_ready_timeout: float,
     verbose: bool,
 ) -> None:
     """Admit the cluster's queued Jobs and Workloads with the engine."""
@@ -70,6 +79,7 @@ def run(
         metrics_host=metrics_host,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
+        pods_ready_timeout=wait_for_pods_ready_timeout or None,
     )
     try:
         asyncio.run(_run(kubeconfig, context, config, console))

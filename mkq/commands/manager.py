@@ -88,7 +88,7 @@ def serve(database_url: str, kubeconfig: str | None, listen: str) -> None:
     host, port = _split_listen(listen)
     os.environ["MKQ_DATABASE_URL"] = database_url
     try:
-        settings = ManagerSettings()  # type: ignore[call-arg]
+        settings = ManagerSettings()
     except ValidationError as error:
         problems = "; ".join(
             f"MKQ_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in error.errors()

@@ -163,6 +163,23 @@ class JobController:
         )
         return None
 
+    def _missing_placement(self, job: JsonObject, workload: JsonObject) -> bool:
+        infos = wl.pod_set_infos(workload, self._flavors())
+        if infos is None:
+            return False
+        try:
+            expected = self.integration.run(job, infos)
+        except ValueError:
+            return False
+        running = {**job, "spec": {**(job.get("spec") or {}), "suspend": False}}
+        return expected != running
+
+    def _flavors(self) -> dict[str, JsonObject]:
+        return {
+            str((f.get("metadata") or {}).get("name")): f
+            for f in self._informers.cache(RESOURCE_FLAVORS).values()
+        }
+
     def _suspend_if_running(self, job: JsonObject) -> JsonObject | None:
         if self.integration.is_suspended(job) or self.integration.finished(job) is not None:
             return None
@@ -205,6 +222,10 @@ class JobController:
         if wl.is_admitted(workload) and not wl.is_evicted(workload):
             if integration.is_suspended(job):
                 return await self._start(key, job, workload)
+            if self._missing_placement(job, workload):
+                # Created running (no webhook suspended it), so it lacks the flavors' node
+                # labels: suspend it now; the next pass starts it with its placement.
+                await self._writer.update(self.rt, key, self._suspend_if_running)
             return None
         # Not admitted (waiting, or evicted): the job must not run.
         if not integration.is_suspended(job):
@@ -242,11 +263,7 @@ class JobController:
         return wl.release_quota(workload, now)
 
     async def _start(self, key: str, job: JsonObject, workload: JsonObject) -> float | None:
-        flavors = {
-            str((f.get("metadata") or {}).get("name")): f
-            for f in self._informers.cache(RESOURCE_FLAVORS).values()
-        }
-        infos = wl.pod_set_infos(workload, flavors)
+        infos = wl.pod_set_infos(workload, self._flavors())
         if infos is None:
             return 1.0  # a flavor is not in the cache yet
 

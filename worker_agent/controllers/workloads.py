@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
+from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, ResourceType
 from worker_agent.writer import ObjectWriter
@@ -68,7 +69,16 @@ class WorkloadController:
         writer: ObjectWriter,
         clock: Callable[[], datetime],
         job_kinds: Iterable[ResourceType],
+        pods_ready_timeout: float | None = None,
+        backoff_base: float = 60.0,
+        backoff_max: float = 3600.0,
+        recorder: EventRecorder | None = None,
     ) -> None:
+        self._pods_ready_timeout = (
+            timedelta(seconds=pods_ready_timeout) if pods_ready_timeout else None
+        )
+        self._backoff = (backoff_base, backoff_max)
+        self._recorder = recorder
         self._informers = informers
         self._writer = writer
         self._clock = clock
@@ -139,6 +149,14 @@ class WorkloadController:
         if deactivated and not wl.is_evicted(workload):
             await self._writer.update(WORKLOADS, key, lambda w: _deactivate(w, now), status=True)
             return None
+        again = await self._pods_ready(key, workload, now)
+        remaining = wl.backoff_remaining(workload, now)
+        if remaining == 0.0:
+            await self._writer.update(
+                WORKLOADS, key, lambda w: wl.finish_backoff(w, now), status=True
+            )
+        elif remaining is not None:
+            again = remaining if again is None else min(again, remaining)
         if (
             wl.is_evicted(workload)
             and wl.has_quota_reservation(workload)
@@ -162,6 +180,29 @@ class WorkloadController:
                 await self._writer.update(
                     WORKLOADS, key, lambda w: wl.set_pending(w, reason, message, now), status=True
                 )
+        return again
+
+    async def _pods_ready(self, key: str, workload: JsonObject, now: datetime) -> float | None:
+        """waitForPodsReady: evict an admitted Workload whose pods are not ready in time;
+        otherwise the seconds until its deadline."""
+        if self._pods_ready_timeout is None:
+            return None
+        deadline = wl.pods_ready_deadline(workload, self._pods_ready_timeout)
+        if deadline is None:
+            return None
+        if now < deadline:
+            return (deadline - now).total_seconds()
+        base, cap = self._backoff
+
+        def timeout(w: JsonObject) -> JsonObject | None:
+            if wl.pods_ready_deadline(w, self._pods_ready_timeout or timedelta()) is None:
+                return None
+            return wl.evict_for_pods_ready_timeout(w, now, base, cap)
+
+        written = await self._writer.update(WORKLOADS, key, timeout, status=True)
+        if written is not None and self._recorder is not None:
+            message = str((wl.find_condition(written, wl.EVICTED) or {}).get("message", ""))
+            self._recorder.normal(written, "EvictedDueToPodsReadyTimeout", message)
         return None
 
 

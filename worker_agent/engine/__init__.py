@@ -14,8 +14,15 @@ Public API (stable; the worker agent and `mkq simulate` use only this):
   `AdmissionDecision(key, cluster_queue, admission: Admission, at)`; the engine has already
   assumed them (quota is held). `CycleResult.pending` are `PendingUpdate(key, reason,
   message)` for QuotaReserved=False in Kueue's words. `CycleResult.evictions` lists
-  `Eviction(key, reason, message, preemptor, preemption_reason)` (preemption: issue 8).
+  `Eviction(key, reason="Preempted", message, preemptor, preemption_reason)`: the engine has
+  already released the victim's quota and put it back in its queue; write the Evicted
+  (reason Preempted) and Preempted (reason `preemption_reason`: InClusterQueue,
+  InCohortReclamation, InCohortFairSharing, InCohortReclaimWhileBorrowing) conditions.
   `CycleResult.idle` is True when another cycle now would change nothing.
+- Semantics: Kueue v1beta2 quota admission (cohort trees, borrowing/lending limits, flavor
+  assignment and fungibility, partial admission, StrictFIFO/BestEffortFIFO), classical
+  preemption, fair sharing (Configuration `fairSharing`: DRS tournament and preemption
+  strategies) and TAS placement (`worker_agent.engine.tas`).
 - Transitions the owner reports: `state.finish_workload(key)` (finished or deleted: quota is
   released and the cohort's inadmissible workloads are retried), `state.evict_workload(key)`
   (back to pending), `state.forget_admission(key)` (an admission could not be written).
@@ -23,15 +30,30 @@ Public API (stable; the worker agent and `mkq simulate` use only this):
 - Status as Kueue writes it: `cluster_queue_status(state, name)`,
   `local_queue_status(state, namespace, name)`; `simulation_report(state)` gives the
   `mkq simulate` JSON.
-- `admission_to_api(admission)`: an `Admission` as a kueue_api `Admission` model for
-  status.admission (flavors, resourceUsage, count, topologyAssignment).
+- Writing back (kueue_api models, times in POSIX seconds): `admission_to_api(admission)` for
+  status.admission (flavors, resourceUsage, count, compact topologyAssignment);
+  `quota_reserved_condition`, `admitted_condition`, `pending_condition`,
+  `eviction_conditions` for Workload conditions; `cluster_queue_status_to_api`,
+  `local_queue_status_to_api` for queue status.
+- A Workload update without status.admission keeps the quota the engine gave it (the write
+  may lag); report a lost reservation with `evict_workload` or `forget_admission`.
+- Admission fair sharing: call `state.sample_admission_fair_sharing(now)` every
+  usageSamplingInterval; entry penalties are charged on admission by the cycle.
 
 Quantities inside the engine are ints in Kueue's units: cpu in millicores, everything else
 `Quantity.Value()` rounded up (`amounts.format_amount` prints them as Kueue does).
 """
 
 from worker_agent.engine.build import StateBuilder, workload_from
-from worker_agent.engine.convert import admission_to_api
+from worker_agent.engine.convert import (
+    admission_to_api,
+    admitted_condition,
+    cluster_queue_status_to_api,
+    eviction_conditions,
+    local_queue_status_to_api,
+    pending_condition,
+    quota_reserved_condition,
+)
 from worker_agent.engine.cycle import (
     AdmissionDecision,
     CycleResult,
@@ -60,8 +82,14 @@ __all__ = [
     "PodSetAssignment",
     "StateBuilder",
     "admission_to_api",
+    "admitted_condition",
     "cluster_queue_status",
+    "cluster_queue_status_to_api",
+    "eviction_conditions",
     "local_queue_status",
+    "local_queue_status_to_api",
+    "pending_condition",
+    "quota_reserved_condition",
     "run_until_quiescent",
     "schedule",
     "simulation_report",

@@ -19,6 +19,7 @@ from worker_agent.engine.model import (
     Admission,
     AdmissionCheckRule,
     AdmissionCheckSpec,
+    AdmissionFairSharing,
     BorrowWithinCohort,
     ClusterQueueSpec,
     CohortSpec,
@@ -162,6 +163,10 @@ def cluster_queue_from(obj: api.ClusterQueue) -> ClusterQueueSpec:
         stop_policy=StopPolicy(spec.stop_policy),
         admission_checks=checks,
         fair_weight=_weight(spec.fair_sharing),
+        usage_based_admission_fair_sharing=(
+            spec.admission_scope is not None
+            and spec.admission_scope.admission_mode == "UsageBasedAdmissionFairSharing"
+        ),
     )
 
 
@@ -175,11 +180,21 @@ def cohort_from(obj: api.Cohort) -> CohortSpec:
 
 
 def local_queue_from(obj: api.LocalQueue) -> LocalQueueSpec:
+    consumed: dict[str, float] = {}
+    consumed_at: float | None = None
+    fair = obj.status.fair_sharing
+    if fair is not None and fair.admission_fair_sharing_status is not None:
+        afs = fair.admission_fair_sharing_status
+        consumed = {name: float(q.as_fraction()) for name, q in afs.consumed_resources.items()}
+        consumed_at = afs.last_update.timestamp()
     return LocalQueueSpec(
         namespace=obj.metadata.namespace or "default",
         name=obj.metadata.name or "",
         cluster_queue=obj.spec.cluster_queue or "",
         stop_policy=StopPolicy(obj.spec.stop_policy),
+        fair_weight=_weight(obj.spec.fair_sharing),
+        consumed=consumed,
+        consumed_at=consumed_at,
     )
 
 
@@ -214,6 +229,17 @@ def config_from(obj: api.Configuration) -> EngineConfig:
         fair_sharing_strategies=tuple(
             obj.fair_sharing.effective_preemption_strategies() if obj.fair_sharing else ()
         ),
+        admission_fair_sharing=_afs(obj.admission_fair_sharing),
+    )
+
+
+def _afs(afs: api.AdmissionFairSharingConfig | None) -> AdmissionFairSharing | None:
+    if afs is None:
+        return None
+    return AdmissionFairSharing(
+        half_life=afs.usage_half_life_time.total_seconds(),
+        sampling_interval=afs.usage_sampling_interval.total_seconds(),
+        resource_weights=dict(afs.resource_weights or {}),
     )
 
 

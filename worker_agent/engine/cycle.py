@@ -428,6 +428,8 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
         ),
     )
     state.record_admission(info, cq, admission, usage, now)
+    if state.afs_enabled(cq):
+        state.charge_entry_penalty(info)
     if cq.queue.sticky == info.key:
         cq.queue.sticky = None
     if any(ps.topology_assignment is not None for ps in admission.pod_sets):

@@ -129,6 +129,7 @@ class ClusterQueueSpec:
     stop_policy: StopPolicy = StopPolicy.NONE
     admission_checks: tuple[AdmissionCheckRule, ...] = ()
     fair_weight: float = 1.0
+    usage_based_admission_fair_sharing: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +185,11 @@ class LocalQueueSpec:
     name: str
     cluster_queue: str
     stop_policy: StopPolicy = StopPolicy.NONE
+    fair_weight: float = 1.0
+    consumed: Mapping[str, float] = field(default_factory=dict)
+    """Admission fair sharing: status.fairSharing.admissionFairSharingStatus.consumedResources
+    (cpu in cores, the rest in units), the decayed usage the LocalQueue starts from."""
+    consumed_at: float | None = None
 
     @property
     def key(self) -> str:
@@ -304,3 +310,13 @@ class EngineConfig:
     excluded_resource_prefixes: tuple[str, ...] = ()
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = ()
+    admission_fair_sharing: AdmissionFairSharing | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionFairSharing:
+    """Configuration `admissionFairSharing` (seconds; weights per resource, default 1)."""
+
+    half_life: float
+    sampling_interval: float = 300.0
+    resource_weights: Mapping[str, float] = field(default_factory=dict)

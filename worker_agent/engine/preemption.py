@@ -114,6 +114,7 @@ class _Search:
         bwc = cq.spec.preemption.borrow_within_cohort
         self.bwc_forbidden = bwc is None or bwc.policy == PreemptionPolicy.NEVER
         self.bwc_threshold = None if bwc is None else bwc.max_priority_threshold
+        self.afs = state.afs_enabled(cq)
 
     def _variant(self, candidate: WorkloadInfo, same_cq: bool, advantage: bool) -> int:
         preemption = self.cq.spec.preemption
@@ -193,7 +194,9 @@ class _Search:
     def _order(self, c: _Candidate) -> tuple[object, ...]:
         info = c.info
         admitted = info.admitted_at if info.admitted_at is not None else float("inf")
-        return (c.cq is self.cq, info.spec.priority, -admitted, info.spec.uid, info.key)
+        same = c.cq is self.cq
+        lq_usage = -self.state.local_queue_usage(info) if same and self.afs else 0.0
+        return (same, lq_usage, info.spec.priority, -admitted, info.spec.uid, info.key)
 
     def _valid(self, c: _Candidate, borrowing: bool) -> bool:
         if c.cq is self.cq:
@@ -320,11 +323,18 @@ def _fair_candidates(
     return found
 
 
-def _candidate_key(cq_name: str) -> Callable[[WorkloadInfo], tuple[object, ...]]:
+def _candidate_key(
+    state: EngineState, cq: ClusterQueueRuntime
+) -> Callable[[WorkloadInfo], tuple[object, ...]]:
+    afs = state.afs_enabled(cq)
+    cq_name = cq.name
+
     def key(info: WorkloadInfo) -> tuple[object, ...]:
         admitted = info.admitted_at if info.admitted_at is not None else float("inf")
+        same = info.cluster_queue == cq_name
         return (
-            info.cluster_queue == cq_name,
+            same,
+            -state.local_queue_usage(info) if same and afs else 0.0,
             info.spec.priority,
             -admitted,
             info.spec.uid,
@@ -345,7 +355,7 @@ def _fair_targets(
     candidates = _fair_candidates(state, cq, preemptor, frs)
     if not candidates:
         return []
-    order_key = _candidate_key(cq.name)
+    order_key = _candidate_key(state, cq)
     candidates.sort(key=order_key)
     strategies = state.config.fair_sharing_strategies or (
         "LessThanOrEqualToFinalShare",

@@ -10,7 +10,7 @@ equivalence hashing does.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from worker_agent.engine.workload import WorkloadInfo
 
@@ -27,6 +27,7 @@ class PendingQueue:
         "by_shape",
         "inadmissible",
         "sticky",
+        "usage_of",
     )
 
     def __init__(self, best_effort: bool) -> None:
@@ -38,6 +39,7 @@ class PendingQueue:
         self.by_shape: dict[int, set[str]] = {}
         self.blocked_shapes: dict[int, str] = {}
         self.sticky: str | None = None
+        self.usage_of: Callable[[WorkloadInfo], float] | None = None
 
     def __len__(self) -> int:
         return len(self.active) + len(self.inadmissible)
@@ -80,6 +82,8 @@ class PendingQueue:
             self.sticky = None
 
     def pop(self, shape_of: dict[str, int]) -> WorkloadInfo | None:
+        if self.usage_of is not None:
+            return self._pop_by_usage(shape_of)
         sticky = self.sticky
         if sticky is not None and sticky in self.active:
             info, _ = self.active.pop(sticky)
@@ -95,6 +99,20 @@ class PendingQueue:
             self.by_shape.get(shape_of[key], set()).discard(key)
             return current[0]
         return None
+
+    def _pop_by_usage(self, shape_of: dict[str, int]) -> WorkloadInfo | None:
+        """Admission fair sharing: LocalQueue usage changes with every admission, so the
+        order is computed at pop time (Kueue rebuilds its heap when penalties are pending)."""
+        if not self.active:
+            return None
+        key = min(self.active, key=lambda k: self._afs_key(self.active[k][0]))
+        info, _ = self.active.pop(key)
+        self.by_shape.get(shape_of[key], set()).discard(key)
+        return info
+
+    def _afs_key(self, info: WorkloadInfo) -> tuple[object, ...]:
+        assert self.usage_of is not None
+        return (self.usage_of(info), info.key != self.sticky, info.order_key)
 
     def make_inadmissible(self, info: WorkloadInfo) -> None:
         self.inadmissible[info.key] = info
@@ -128,6 +146,9 @@ class PendingQueue:
     def heap_order(self) -> list[WorkloadInfo]:
         """All pending workloads in queue order (for positions and status)."""
         infos = list(self.infos())
+        if self.usage_of is not None:
+            infos.sort(key=self._afs_key)
+            return infos
         sticky = self.sticky
         infos.sort(key=lambda i: (i.key != sticky, i.order_key))
         return infos

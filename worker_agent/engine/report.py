@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from worker_agent.engine.amounts import format_amount
+from worker_agent.engine.fair_sharing import share
 from worker_agent.engine.model import FlavorResource
 from worker_agent.engine.state import PENDING_EVALUATION, EngineState
 from worker_agent.engine.tas.assignment import TopologyAssignment
@@ -94,6 +95,8 @@ class ClusterQueueStatusView:
     pending_workloads: int
     reserving_workloads: int
     admitted_workloads: int
+    weighted_share: int | None = None
+    """status.fairSharing.weightedShare, when fair sharing is on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +149,7 @@ def cluster_queue_status(state: EngineState, name: str) -> ClusterQueueStatusVie
         pending_workloads=len(cq.queue),
         reserving_workloads=len(cq.workloads),
         admitted_workloads=admitted_count,
+        weighted_share=share(cq.node).rounded() if state.config.fair_sharing else None,
     )
 
 

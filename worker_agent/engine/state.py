@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from worker_agent.engine.admission_fair_sharing import Ledger
 from worker_agent.engine.cluster_queue import ClusterQueueRuntime
 from worker_agent.engine.model import (
     Admission,
@@ -75,6 +76,7 @@ class EngineState:
         self.shape_of: dict[str, int] = {}
         self.parked: set[str] = set()
         self.nonempty: set[str] = set()
+        self.afs: dict[str, Ledger] = {}
         self._dirty = True
 
     # --- configuration objects -----------------------------------------------------------
@@ -161,11 +163,14 @@ class EngineState:
         self._dirty = True
 
     def upsert_local_queue(self, spec: LocalQueueSpec) -> None:
+        if spec.key not in self.afs:
+            self.afs[spec.key] = Ledger(dict(spec.consumed), {}, spec.consumed_at)
         self.local_queues[spec.key] = spec
         self._dirty = True
 
     def remove_local_queue(self, namespace: str, name: str) -> None:
         self.local_queues.pop(f"{namespace}/{name}", None)
+        self.afs.pop(f"{namespace}/{name}", None)
         self._dirty = True
 
     # --- workloads -----------------------------------------------------------------------
@@ -173,6 +178,16 @@ class EngineState:
     def upsert_workload(self, spec: WorkloadSpec) -> None:
         """Add a workload or replace its spec (a new admission in the spec is taken as given)."""
         old = self.workloads.get(spec.key)
+        if (
+            old is not None
+            and old.admission is not None
+            and (spec.admission is None or spec.admission == old.admission)
+        ):
+            # The same reservation (or a status write still in flight): refresh the spec
+            # without releasing and re-charging the quota.
+            old.refresh_spec(spec)
+            self.shape_of[spec.key] = self.shape_ids.setdefault(old.shape, len(self.shape_ids))
+            return
         if old is not None:
             self._detach(old)
         info = WorkloadInfo(spec)
@@ -369,6 +384,7 @@ class EngineState:
                 recompute_tree(cq.node, own_usage)
             self._update_status(cq, cyclic)
             cq.assign_ctx = None
+            cq.queue.usage_of = self.local_queue_usage if self.afs_enabled(cq) else None
         for key in list(self.parked):
             parked = self.workloads.get(key)
             if parked is not None and parked.admission is None:
@@ -469,6 +485,51 @@ class EngineState:
             cq.active = True
             cq.inactive_reason = "Ready"
             cq.inactive_message = "Can admit new workloads"
+
+    # --- admission fair sharing ---------------------------------------------------------
+
+    def afs_enabled(self, cq: ClusterQueueRuntime) -> bool:
+        return (
+            self.config.admission_fair_sharing is not None
+            and cq.spec.usage_based_admission_fair_sharing
+        )
+
+    def local_queue_usage(self, info: WorkloadInfo) -> float:
+        """The AFS usage of the workload's LocalQueue (lower goes first)."""
+        config = self.config.admission_fair_sharing
+        key = f"{info.spec.namespace}/{info.spec.queue_name}"
+        ledger = self.afs.get(key)
+        if config is None or ledger is None:
+            return 0.0
+        lq = self.local_queues.get(key)
+        return ledger.usage(1.0 if lq is None else lq.fair_weight, config)
+
+    def charge_entry_penalty(self, info: WorkloadInfo) -> None:
+        config = self.config.admission_fair_sharing
+        ledger = self.afs.get(f"{info.spec.namespace}/{info.spec.queue_name}")
+        if config is None or ledger is None:
+            return
+        totals: dict[str, int] = {}
+        for ps in info.spec.pod_sets:
+            for res, value in ps.per_pod.items():
+                totals[res] = totals.get(res, 0) + max(0, value) * ps.count
+        ledger.add_penalty(totals, config)
+
+    def sample_admission_fair_sharing(self, now: float) -> None:
+        """A sampling tick (every usageSamplingInterval): decay each LocalQueue's consumed
+        usage toward what its admitted workloads hold now."""
+        config = self.config.admission_fair_sharing
+        if config is None:
+            return
+        current: dict[str, dict[str, int]] = {}
+        for info in self.workloads.values():
+            if info.admission is None:
+                continue
+            per_lq = current.setdefault(f"{info.spec.namespace}/{info.spec.queue_name}", {})
+            for (_, res), value in info.usage.items():
+                per_lq[res] = per_lq.get(res, 0) + value
+        for key, ledger in self.afs.items():
+            ledger.sample(now, current.get(key, {}), config)
 
     # --- queries -------------------------------------------------------------------------
 

@@ -103,6 +103,12 @@ class WorkloadInfo:
         self.shape = scheduling_hash(spec)
         self.order_key = (-spec.priority, spec.order_time, spec.uid, spec.key)
 
+    def refresh_spec(self, spec: WorkloadSpec) -> None:
+        """A new version of an admitted workload's object, same reservation."""
+        self.spec = spec
+        self.shape = scheduling_hash(spec)
+        self.order_key = (-spec.priority, spec.order_time, spec.uid, spec.key)
+
     @property
     def has_quota(self) -> bool:
         return self.admission is not None

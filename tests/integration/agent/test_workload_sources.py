@@ -49,7 +49,9 @@ def mirrored_workload(name: str) -> dict[str, Any]:
 async def test_a_mirrored_workload_is_admitted_and_its_prebuilt_job_adopts_it(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    setup = load_yaml(GETTING_STARTED / "quick-start-setup.yaml")
+    setup[0]["spec"] = {"nodeLabels": {"kubernetes.io/hostname": "kubesim-worker-1"}}
+    await apply(client, setup)
     await start_agent()
     await apply(client, [mirrored_workload("dispatched-1")])
 
@@ -58,9 +60,9 @@ async def test_a_mirrored_workload_is_admitted_and_its_prebuilt_job_adopts_it(
 
     await wait_until(admitted, "the mirrored Workload's admission")
 
+    # The Job arrives after the admission, and (with no webhook to suspend it) running.
     job = sample_job("dispatched-job")
     job["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] = "dispatched-1"
-    job["spec"]["suspend"] = True
     await apply(client, [job])
 
     async def finished() -> dict[str, Any] | None:
@@ -72,6 +74,9 @@ async def test_a_mirrored_workload_is_admitted_and_its_prebuilt_job_adopts_it(
     assert [(o["kind"], o["name"]) for o in owners] == [("Job", "dispatched-job")]
     items, _ = await client.list(WORKLOADS, "default")
     assert [w["metadata"]["name"] for w in items] == ["dispatched-1"]  # no second Workload
+    final = await client.get(JOBS, "dispatched-job", "default")
+    selector = final["spec"]["template"]["spec"]["nodeSelector"]
+    assert selector == {"kubernetes.io/hostname": "kubesim-worker-1"}
 
 
 async def test_the_managers_multikueue_job_is_left_alone(

@@ -19,7 +19,6 @@ import ast
 import importlib
 import inspect
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -84,34 +83,36 @@ class _Endpoint:
     parameters: tuple[str, ...]  # the method's positional parameters, self excluded
 
 
-def _api_classes() -> Iterator[type[Any]]:
-    for name in dir(k8s_client):
-        value = getattr(k8s_client, name)
-        if name.endswith("Api") and inspect.isclass(value) and name != "ApiClient":
-            yield value
+@cache
+def _api_classes() -> tuple[type[Any], ...]:
+    return tuple(
+        value
+        for name, value in vars(k8s_client).items()
+        if name.endswith("Api") and inspect.isclass(value) and name != "ApiClient"
+    )
 
 
 @cache
-def endpoints() -> dict[str, tuple[_Endpoint, ...]]:
-    """Method name -> the REST path(s) it requests, over every typed API class."""
-    found: dict[str, list[_Endpoint]] = {}
+def endpoints_of(method: str) -> tuple[_Endpoint, ...]:
+    """The REST path(s) a typed API method requests, over every class that has it."""
+    if not verbs_of(method):
+        return ()
+    found: list[_Endpoint] = []
     for api_class in _api_classes():
-        for method, function in inspect.getmembers(api_class, inspect.isfunction):
-            if method.endswith("_with_http_info") or not verbs_of(method):
-                continue
-            detail = getattr(api_class, f"{method}_with_http_info", None)
-            if detail is None:
-                continue
-            paths = re.findall(r"'(/apis?/[^']*)'", inspect.getsource(detail))
-            if not paths:
-                continue
-            parameters = tuple(
-                p.name
-                for p in inspect.signature(function).parameters.values()
-                if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"
-            )
-            found.setdefault(method, []).append(_Endpoint(api_class.__name__, paths[0], parameters))
-    return {method: tuple(items) for method, items in found.items()}
+        function = getattr(api_class, method, None)
+        detail = getattr(api_class, f"{method}_with_http_info", None)
+        if function is None or detail is None:
+            continue
+        paths = re.findall(r"'(/apis?/[^']*)'", inspect.getsource(detail))
+        if not paths:
+            continue
+        parameters = tuple(
+            p.name
+            for p in inspect.signature(function).parameters.values()
+            if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != "self"
+        )
+        found.append(_Endpoint(api_class.__name__, paths[0], parameters))
+    return tuple(found)
 
 
 def split_path(path: str) -> tuple[str, str, str | None]:
@@ -298,7 +299,6 @@ def typed_api_calls(package: str) -> list[ApiCall]:
     """Every kubernetes-asyncio typed API call under `package`, as permissions."""
     modules = load_modules(package)
     resolver = Resolver(modules)
-    index = endpoints()
     calls: list[ApiCall] = []
     for module in modules:
         source = module.path.read_text()
@@ -306,10 +306,10 @@ def typed_api_calls(package: str) -> list[ApiCall]:
             if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
                 continue
             method = node.func.attr
-            if method not in index:
+            candidates = endpoints_of(method)
+            if not candidates:
                 continue
             where = f"{module.path.relative_to(ROOT)}:{node.lineno}"
-            candidates = index[method]
             named = [e for e in candidates if e.api_class in source]
             for endpoint in named or candidates:
                 calls += _typed_call(resolver, module, node, method, endpoint, where)

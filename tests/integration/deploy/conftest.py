@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
@@ -40,10 +41,16 @@ def kubectl_binary() -> str:
     return binary
 
 
-async def run(argv: list[str], stdin: str | None = None, seconds: float = 60) -> Result:
+async def run(
+    argv: list[str],
+    stdin: str | None = None,
+    seconds: float = 60,
+    env: dict[str, str] | None = None,
+) -> Result:
     """A subprocess awaited on the loop, so an in-process kubesim keeps answering it."""
     process = await asyncio.create_subprocess_exec(
         *argv,
+        env={**os.environ, **env} if env is not None else None,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

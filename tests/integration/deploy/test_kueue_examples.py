@@ -6,11 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from kubesim import RunningCluster
+from mkq.cli import cli
 
 from .conftest import (
     CRDS,
+    DEPLOY,
     KUEUE_EXAMPLES,
     Document,
     Kubectl,
@@ -93,3 +96,39 @@ async def test_served_kinds_exclude_what_kubesim_does_not_serve(cluster: Running
     assert served.serves({"apiVersion": "v1", "kind": "Namespace"})
     assert not served.serves({"apiVersion": "ray.io/v1", "kind": "RayJob"})
     assert not served.serves({"apiVersion": KUEUE_API_VERSION, "kind": "ClusterQueue"})
+
+
+async def test_our_example_setups_validate_and_pass_a_server_dry_run(
+    kubectl: Kubectl,
+) -> None:
+    setups = sorted((DEPLOY / "examples").glob("*.yaml"))
+    assert setups, "deploy/examples holds the demo's setups"
+    result = CliRunner().invoke(cli, ["validate", *map(str, setups)])
+    assert result.exit_code == 0, result.output
+
+    await _install_crds(kubectl)
+    objects = [d for path in setups for d in documents(path.read_text())]
+    for namespace in sorted({d["metadata"]["name"] for d in objects if d["kind"] == "Namespace"}):
+        await kubectl.ok("create", "namespace", namespace)
+    args = ["apply", "--dry-run=server"]
+    for path in setups:
+        args += ["-f", str(path)]
+    out = await kubectl.ok(*args)
+    assert out.count("(server dry run)") == len(objects), out
+
+
+def test_kind_workers_carry_the_labels_the_tas_setup_selects() -> None:
+    """On the kind backend, TAS Jobs can only land if nodes have the Topology's levels."""
+    config = documents((DEPLOY / "kind" / "worker.yaml").read_text())[0]
+    assert (config["apiVersion"], config["kind"]) == ("kind.x-k8s.io/v1alpha4", "Cluster")
+    workers = [n for n in config["nodes"] if n["role"] == "worker"]
+    setup = documents((DEPLOY / "examples" / "worker-tas-setup.yaml").read_text())
+    topology = next(d for d in setup if d["kind"] == "Topology")
+    flavor = next(d for d in setup if d["kind"] == "ResourceFlavor")
+    levels = {level["nodeLabel"] for level in topology["spec"]["levels"]}
+    for node in workers:
+        labels = node.get("labels") or {}
+        assert levels - {"kubernetes.io/hostname"} <= set(labels)
+        assert flavor["spec"]["nodeLabels"].items() <= labels.items()
+    racks = {node["labels"]["cloud.provider.com/topology-rack"] for node in workers}
+    assert len(racks) >= 2, "two racks, so placing on one rack is a real choice"

@@ -555,3 +555,59 @@ async def test_gated_pod_reports_scheduling_gated(api_client: client.ApiClient) 
         return current.spec.node_name
 
     assert await eventually(bound, "the ungated pod to be bound")
+
+
+async def test_priority_class_sets_pod_priority(api_client: client.ApiClient) -> None:
+    scheduling = client.SchedulingV1Api(api_client)
+    core = client.CoreV1Api(api_client)
+    await scheduling.create_priority_class({"metadata": {"name": "high"}, "value": 1000})
+    container = [{"name": "c", "image": "x:1"}]
+    pod = await core.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {"name": "important"},
+            "spec": {"priorityClassName": "high", "containers": container},
+        },
+    )
+    assert pod.spec.priority == 1000
+    with pytest.raises(ApiException) as raised:
+        await core.create_namespaced_pod(
+            "default",
+            {
+                "metadata": {"name": "lost"},
+                "spec": {"priorityClassName": "nope", "containers": container},
+            },
+        )
+    assert raised.value.status == 403
+
+
+async def test_on_failure_pods_restart_until_the_backoff_limit(cluster: RunningCluster) -> None:
+    api = cluster.api
+    job = {
+        "metadata": {"name": "flaky"},
+        "spec": {
+            "backoffLimit": 1,
+            "template": {
+                "metadata": {
+                    "annotations": {
+                        "kubesim.mkq.dev/run-for": "0s",
+                        "kubesim.mkq.dev/exit-code": "1",
+                    }
+                },
+                "spec": {
+                    "restartPolicy": "OnFailure",
+                    "containers": [{"name": "m", "image": "x:1"}],
+                },
+            },
+        },
+    }
+    api.create(api.type_for("batch/jobs"), "default", job)
+
+    async def failed() -> Any:
+        current = api.get(api.type_for("batch/jobs"), "default", "flaky")
+        conditions = (current.get("status") or {}).get("conditions") or []
+        return [c for c in conditions if c["type"] == "Failed" and c["status"] == "True"]
+
+    # The first exit restarts the container in place; that one restart reaches backoffLimit 1.
+    found = await eventually(failed, "the OnFailure job to fail", seconds=30)
+    assert found[0]["reason"] == "BackoffLimitExceeded"

@@ -194,3 +194,27 @@ async def test_imperative_commands_sending_protobuf(kubectl: Kubectl) -> None:
     await eventually(complete, "the job created by `kubectl create job` to complete")
     logs = await kubectl.ok("logs", "job/hello", "-n", "team-a")
     assert "exited with code 0" in logs
+
+
+async def test_server_side_apply_merges_list_map_items_by_key(kubectl: Kubectl) -> None:
+    def widget(parts: list[dict[str, object]], size: int | None = 2) -> str:
+        spec: dict[str, object] = {"parts": parts}
+        if size is not None:
+            spec["size"] = size
+        body = {
+            "apiVersion": "test.kubesim.dev/v1",
+            "kind": "Widget",
+            "metadata": {"name": "ssa"},
+            "spec": spec,
+        }
+        return json.dumps(body)
+
+    mine = [{"name": "a", "count": 1}, {"name": "b", "count": 2}]
+    await kubectl.ok("apply", "--server-side", "-f", "-", stdin=widget(mine))
+    theirs = [{"name": "c", "count": 3}]
+    await kubectl.ok(
+        "apply", "--server-side", "--field-manager=other", "-f", "-", stdin=widget(theirs, None)
+    )
+    await kubectl.ok("apply", "--server-side", "-f", "-", stdin=widget(mine[:1]))
+    spec = json.loads(await kubectl.ok("get", "widget", "ssa", "-o", "json"))["spec"]
+    assert [part["name"] for part in spec["parts"]] == ["a", "c"]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from worker_agent.engine import (
     EngineState,
+    admission_to_api,
     cluster_queue_status,
+    cluster_queue_status_to_api,
     local_queue_status,
+    quota_reserved_condition,
     run_until_quiescent,
     schedule,
 )
@@ -119,3 +124,44 @@ def test_missing_flavor_makes_the_cluster_queue_inactive_with_a_reason() -> None
     assert status.message == (
         "Can't admit new workloads: references missing ResourceFlavor(s): default."
     )
+
+
+def test_written_status_is_kueue_json() -> None:
+    state = _state(cpu=4)
+    state.upsert_workload(_wl("a", 3))
+    result = schedule(state, now=1_700_000_000.0)
+    decision = result.admissions[0]
+    admission = admission_to_api(decision.admission).model_dump(by_alias=True, exclude_none=True)
+    assert admission == {
+        "clusterQueue": "cq",
+        "podSetAssignments": [
+            {
+                "name": "main",
+                "flavors": {"cpu": "default"},
+                "resourceUsage": {"cpu": "3"},
+                "count": 1,
+            }
+        ],
+    }
+    condition = quota_reserved_condition("cq", decision.at).model_dump(by_alias=True)
+    assert condition["message"] == "Quota reserved in ClusterQueue cq"
+    assert condition["lastTransitionTime"] == "2023-11-14T22:13:20Z"
+    status = cluster_queue_status_to_api(cluster_queue_status(state, "cq"), 1.0)
+    dumped = status.model_dump(by_alias=True, exclude_none=True)
+    assert dumped["flavorsReservation"] == [
+        {"name": "default", "resources": [{"name": "cpu", "total": "3", "borrowed": "0"}]}
+    ]
+    assert dumped["conditions"][0]["reason"] == "Ready"
+    assert (dumped["reservingWorkloads"], dumped["admittedWorkloads"]) == (1, 1)
+
+
+def test_reapplying_an_admitted_workload_keeps_its_quota_once() -> None:
+    state = _state(cpu=4)
+    state.upsert_workload(_wl("a", 3))
+    decision = schedule(state, now=1.0).admissions[0]
+    written = _wl("a", 3)
+    state.upsert_workload(replace(written, admission=decision.admission, admitted_at=1.0))
+    state.upsert_workload(written)  # an older version, before the status write landed
+    status = cluster_queue_status(state, "cq")
+    assert status.reserving_workloads == 1
+    assert status.flavors_reservation[0].resources[0].total == 3000

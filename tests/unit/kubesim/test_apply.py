@@ -45,3 +45,15 @@ def test_apply_merges_and_removes_stale_fields() -> None:
     assert second["metadata"]["labels"] == {"other": "kept"}
     assert second["spec"]["containers"][0] == {"name": "a", "image": "y"}
     assert len(second["metadata"]["managedFields"]) == 1
+
+
+def test_fields_another_manager_applied_are_kept() -> None:
+    base = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    first = apply(None, {**base, "data": {"a": "1", "b": "2"}}, "one", builtin_list_keys, "t", "v1")
+    second = apply(
+        first, {**base, "data": {"b": "2", "c": "3"}}, "two", builtin_list_keys, "t", "v1"
+    )
+    third = apply(second, {**base, "data": {"a": "1"}}, "one", builtin_list_keys, "t", "v1")
+    assert third["data"] == {"a": "1", "b": "2", "c": "3"}  # b stays: "two" still applies it
+    fourth = apply(third, {**base, "data": {"c": "3"}}, "two", builtin_list_keys, "t", "v1")
+    assert fourth["data"] == {"a": "1", "c": "3"}

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-from kueue_api.models import Node, Pod, PodSetTopologyRequest, PodSpec
+from kueue_api.models import Node, Pod, PodSetTopologyRequest, PodSpec, ResourceFlavor, Topology
 from worker_agent.engine.tas import (
     HOSTNAME_LABEL,
     DomainAssignment,
+    PlacementFailure,
+    PodSetTASRequest,
     SliceLayer,
     Taint,
     Toleration,
     TopologyAssignment,
     TopologyRequest,
+    find_assignment,
+    to_expanded,
 )
 from worker_agent.engine.tas.from_api import (
     assignment_from_api,
     assignment_to_api,
+    flavor_snapshot,
     non_tas_pod_usage,
     tas_node,
     tas_required_affinity,
@@ -152,3 +157,67 @@ def test_only_bound_running_pods_without_tas_annotations_count_as_non_tas_usage(
         },
     )
     assert non_tas_pod_usage(tas_pod, requests) is None
+
+
+def test_scenario_tas_018_from_api_objects() -> None:
+    """shared/scenarios/tas-018 as API objects: Topology, ResourceFlavor, Nodes, a podset."""
+    topology = Topology.model_validate(
+        {
+            "metadata": {"name": "tas-topology"},
+            "spec": {
+                "levels": [
+                    {"nodeLabel": "cloud.com/topology-block"},
+                    {"nodeLabel": "cloud.com/topology-rack"},
+                    {"nodeLabel": HOSTNAME_LABEL},
+                ]
+            },
+        }
+    )
+    flavor = ResourceFlavor.model_validate(
+        {
+            "metadata": {"name": "tas-flavor"},
+            "spec": {"nodeLabels": {"tas-node": "true"}, "topologyName": "tas-topology"},
+        }
+    )
+    layout = [("r1", "x3", "2", "10"), ("r2", "x5", "2", "20")] + [
+        ("r3", host, "1", "10") for host in ("x1", "x6", "x2", "x4")
+    ]
+    nodes = [
+        Node.model_validate(
+            {
+                "metadata": {
+                    "name": f"b1-{rack}-{host}",
+                    "labels": {
+                        "tas-node": "true",
+                        "cloud.com/topology-block": "b1",
+                        "cloud.com/topology-rack": rack,
+                        HOSTNAME_LABEL: host,
+                    },
+                },
+                "status": {
+                    "allocatable": {"cpu": cpu, "pods": pods},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+        )
+        for rack, host, cpu, pods in layout
+    ]
+    snapshot = flavor_snapshot(topology, flavor, nodes)
+    request = PodSetTASRequest(
+        "main",
+        4,
+        {"cpu": 1000},
+        topology=tas_topology_request(
+            PodSetTopologyRequest.model_validate({"required": "cloud.com/topology-block"})
+        ),
+    )
+    result = find_assignment(snapshot, request)
+    assert isinstance(result, TopologyAssignment)
+    assert to_expanded(result) == {
+        "levels": [HOSTNAME_LABEL],
+        "domains": [{"values": [h], "count": 1} for h in ("x1", "x2", "x4", "x6")],
+    }
+    too_big = PodSetTASRequest("main", 9, {"cpu": 1000}, topology=request.topology)
+    assert find_assignment(snapshot, too_big) == PlacementFailure(
+        "main", 'topology "tas-topology" allows to fit only 8 out of 9 pod(s)'
+    )

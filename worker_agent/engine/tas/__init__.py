@@ -41,7 +41,8 @@ How the engine uses it
    not contain the requested level").
 
    Kueue's flavor assigner: when quota says Fit, place on the snapshot; a failure turns the
-   podset into Preempt with ``failure.reason`` as its message. When Preempt, place with
+   podset into Preempt with ``failure.reason`` as its message (Kueue shows it as
+   ``couldn't assign flavors to pod set <name>: <reason>``). When Preempt, place with
    ``simulate_empty=True``; a failure there is NoFit (QuotaReserved reason
    TopologyPlacementFailed).
 
@@ -58,7 +59,8 @@ How the engine uses it
    with NodeFailures). Kueue keeps the assignment as is for a workload owned by a single Pod
    (SkipReassignmentForPodOwnedWorkloads, on by default): do not call it then.
 
-From ``kueue_api`` objects, :mod:`worker_agent.engine.tas.from_api` converts: ``tas_node(Node)``
+From ``kueue_api`` objects, :mod:`worker_agent.engine.tas.from_api` builds a snapshot in one
+call, ``flavor_snapshot(topology, flavor, nodes, non_tas_usage)``, and converts: ``tas_node(Node)``
 (Ready condition, cordon, taints, allocatable in Kueue units), ``tas_toleration``,
 ``tas_topology_request(PodSetTopologyRequest)``, ``tas_required_affinity(Affinity)``, and
 ``assignment_to_api``/``assignment_from_api`` for ``podSetAssignments[].topologyAssignment``,

@@ -7,7 +7,7 @@ state rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kueue_api.models import (
@@ -15,6 +15,8 @@ from kueue_api.models import (
     Node,
     Pod,
     PodSetTopologyRequest,
+    ResourceFlavor,
+    Topology,
 )
 from kueue_api.models import NodeSelectorTerm as ApiNodeSelectorTerm
 from kueue_api.models import Taint as ApiTaint
@@ -31,6 +33,7 @@ from worker_agent.engine.tas.nodes import (
     Toleration,
 )
 from worker_agent.engine.tas.requests import SliceLayer, TopologyRequest
+from worker_agent.engine.tas.snapshot import Resources, TASFlavorSnapshot, build_snapshot
 
 
 def kueue_amount(resource: str, quantity: Quantity) -> int:
@@ -143,3 +146,24 @@ def assignment_to_api(assignment: TopologyAssignment) -> ApiTopologyAssignment:
 def assignment_from_api(assignment: ApiTopologyAssignment) -> TopologyAssignment:
     """Decode a Workload status ``topologyAssignment`` (any valid slicing)."""
     return from_v1beta2(assignment.model_dump(by_alias=True, exclude_none=True))
+
+
+def flavor_snapshot(
+    topology: Topology,
+    flavor: ResourceFlavor,
+    nodes: Iterable[Node],
+    non_tas_usage: Mapping[str, Resources] | None = None,
+) -> TASFlavorSnapshot:
+    """The snapshot of one TAS flavor straight from the API objects (no TAS usage yet).
+
+    ``non_tas_usage`` maps node names to the summed usage of their non-TAS pods (see
+    :func:`non_tas_pod_usage`). Failure messages name the Topology, as Kueue's do.
+    """
+    return build_snapshot(
+        topology.level_labels(),
+        [tas_node(node) for node in nodes],
+        dict(flavor.spec.node_labels or {}),
+        [tas_toleration(t) for t in flavor.spec.tolerations or []],
+        topology_name=flavor.spec.topology_name or topology.metadata.name or "",
+        non_tas_usage=non_tas_usage,
+    )

@@ -298,14 +298,15 @@ class TASFlavorSnapshot:
         )
 
     def fits(self, assignment: TopologyAssignment, per_pod: Resources) -> bool:
-        """Whether an existing assignment still fits the remaining capacity (Kueue's ``Fits``)."""
-        request = dict(per_pod)
-        request["pods"] = request.get("pods", 0) + 1
+        """Whether an assignment fits the remaining capacity (Kueue's ``Fits``, used when checking
+        preemption): every domain is still a leaf, and holds its pods. Like Kueue, this compares
+        the per-pod request alone, without a ``pods`` slot.
+        """
         for domain in assignment.domains:
             leaf = self.tree.leaf_of(domain.values)
             if leaf is None:
                 return False
-            if _fit_count(request, self.remaining[leaf]) < domain.count:
+            if _fit_count(per_pod, self.remaining[leaf]) < domain.count:
                 return False
         return True
 
@@ -316,6 +317,10 @@ class TASFlavorSnapshot:
 
 
 def _fit_count(request: Mapping[str, int], capacity: Resources) -> int:
+    """How many times ``request`` fits (Kueue's CountIn: a zero amount never limits; an empty
+    request fits zero times)."""
+    if not request:
+        return 0
     counts = [
         max(0, capacity.get(resource, 0) // amount)
         for resource, amount in request.items()
