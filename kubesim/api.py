@@ -11,7 +11,7 @@ import random
 import string
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -327,65 +327,20 @@ class Api:
         namespace = namespace if rt.namespaced else ""
         current = self._require(rt, namespace, name)
         obj = self._check_body(rt, version, body)
-        meta = obj["metadata"]
-        if meta.get("name") and meta["name"] != name:
-            raise bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL "
-                f"({name})"
-            )
-        if rt.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
-            raise bad_request(
-                "the namespace of the provided object does not match the namespace sent on the "
-                "request"
-            )
-        wanted_rv = meta.get("resourceVersion")
-        if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
-            raise conflict(rt.plural, rt.group, name)
-        current_meta = current["metadata"]
-        if meta.get("uid") and meta["uid"] != current_meta.get("uid"):
-            raise conflict(
-                rt.plural,
-                rt.group,
-                name,
-                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: "
-                f"{current_meta.get('uid')}",
-            )
+        self._check_update_target(rt, namespace, name, obj["metadata"], current)
         if subresource == "status":
-            new = {k: v for k, v in current.items() if k != "status"}
-            new["metadata"] = dict(current_meta)
-            if "status" in obj:
-                new["status"] = obj["status"]
-            obj = deep_copy(new)
+            obj = self._status_update(obj, current)
+            if rt.from_crd:
+                self._custom_resource_checks(rt, version, obj, options)
         else:
-            if rt.has_status:
-                if "status" in current:
-                    obj["status"] = current["status"]
-                else:
-                    obj.pop("status", None)
-            meta["name"] = name
-            if rt.namespaced:
-                meta["namespace"] = namespace
-            else:
-                meta.pop("namespace", None)
-            for field in _SYSTEM_META:
-                if field in current_meta:
-                    meta[field] = current_meta[field]
-                else:
-                    meta.pop(field, None)
-            if meta.get("managedFields") is None and current_meta.get("managedFields"):
-                meta["managedFields"] = current_meta["managedFields"]
-            if "generation" in current_meta:
-                meta["generation"] = current_meta["generation"]
-            else:
-                meta.pop("generation", None)
+            self._main_update(rt, namespace, name, obj, current)
             if rt.from_crd:
                 self._custom_resource_checks(rt, version, obj, options)
             elif rt.key == CRD_KEY:
                 strategies.default_on_create(rt, obj)
             strategies.raise_if(strategies.validate(rt, obj), rt, name)
             strategies.raise_if(strategies.validate_update(rt, obj, current), rt, name)
-        if rt.from_crd and subresource == "status":
-            self._custom_resource_checks(rt, version, obj, options)
+        current_meta = current["metadata"]
         if current_meta.get("deletionTimestamp"):
             added = set(obj["metadata"].get("finalizers") or []) - set(
                 current_meta.get("finalizers") or []
@@ -396,6 +351,67 @@ class Api:
                     "the object is being deleted"
                 )
         return self._write_update(rt, obj, current, options)
+
+    def _check_update_target(
+        self, rt: ResourceType, namespace: str, name: str, meta: Obj, current: Obj
+    ) -> None:
+        """Name and namespace must match the URL; resourceVersion and uid the stored object."""
+        if meta.get("name") and meta["name"] != name:
+            raise bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({name})"
+            )
+        if rt.namespaced and meta.get("namespace") and meta["namespace"] != namespace:
+            raise bad_request(
+                "the namespace of the provided object does not match the namespace sent on the "
+                "request"
+            )
+        current_meta = current["metadata"]
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != current_meta["resourceVersion"]:
+            raise conflict(rt.plural, rt.group, name)
+        if meta.get("uid") and meta["uid"] != current_meta.get("uid"):
+            raise conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: "
+                f"{current_meta.get('uid')}",
+            )
+
+    @staticmethod
+    def _status_update(obj: Obj, current: Obj) -> Obj:
+        """The /status endpoint: the new status on the stored everything-else."""
+        new = {k: v for k, v in current.items() if k != "status"}
+        new["metadata"] = dict(current["metadata"])
+        if "status" in obj:
+            new["status"] = obj["status"]
+        updated: Obj = deep_copy(new)
+        return updated
+
+    @staticmethod
+    def _main_update(rt: ResourceType, namespace: str, name: str, obj: Obj, current: Obj) -> None:
+        """The main endpoint: keep the stored status and system metadata."""
+        meta = obj["metadata"]
+        current_meta = current["metadata"]
+        if rt.has_status:
+            if "status" in current:
+                status = current["status"]
+                obj["status"] = deep_copy(status) if rt.from_crd else status
+            else:
+                obj.pop("status", None)
+        meta["name"] = name
+        if rt.namespaced:
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        for field in (*_SYSTEM_META, "generation"):
+            if field in current_meta:
+                meta[field] = current_meta[field]
+            else:
+                meta.pop(field, None)
+        if meta.get("managedFields") is None and current_meta.get("managedFields"):
+            meta["managedFields"] = current_meta["managedFields"]
 
     def _write_update(self, rt: ResourceType, obj: Obj, current: Obj, options: WriteOptions) -> Obj:
         meta = obj["metadata"]
@@ -524,68 +540,47 @@ class Api:
         namespace = namespace if rt.namespaced else ""
         current = self._require(rt, namespace, name)
         opts = delete_options or {}
-        preconditions = opts.get("preconditions") or {}
-        current_meta = current["metadata"]
-        if preconditions.get("uid") and preconditions["uid"] != current_meta.get("uid"):
-            raise conflict(
-                rt.plural,
-                rt.group,
-                name,
-                f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in "
-                f"object meta: {current_meta.get('uid')}",
-            )
-        if preconditions.get("resourceVersion") and preconditions[
-            "resourceVersion"
-        ] != current_meta.get("resourceVersion"):
-            raise conflict(
-                rt.plural,
-                rt.group,
-                name,
-                f"Precondition failed: ResourceVersion in precondition: "
-                f"{preconditions['resourceVersion']}, ResourceVersion in object meta: "
-                f"{current_meta.get('resourceVersion')}",
-            )
-        policy = opts.get("propagationPolicy")
-        if policy is None and opts.get("orphanDependents") is not None:
-            policy = "Orphan" if opts["orphanDependents"] else "Background"
-        if policy is None:
-            policy = "Orphan" if rt.key == "batch/jobs" else "Background"
-        if policy not in ("Orphan", "Background", "Foreground"):
-            raise invalid(
-                "DeleteOptions", "", "", [("propagationPolicy", f'Unsupported value: "{policy}"')]
-            )
+        _check_preconditions(rt, name, opts.get("preconditions") or {}, current["metadata"])
+        policy = _propagation_policy(rt, opts)
         if options.dry_run:
             return current
-        finalizers = list(current_meta.get("finalizers") or [])
         if rt.key == NAMESPACE_KEY:
             return self._delete_namespace(rt, current)
+        current_meta = current["metadata"]
+        uid = current_meta.get("uid", "")
+        finalizers = list(current_meta.get("finalizers") or [])
         if policy == "Orphan":
-            self._orphan_dependents(current_meta.get("uid", ""))
+            self._orphan_dependents(uid)
         if (
             policy == "Foreground"
-            and self.store.dependents.get(current_meta.get("uid", ""))
+            and self.store.dependents.get(uid)
             and "foregroundDeletion" not in finalizers
         ):
             finalizers.append("foregroundDeletion")
         if finalizers:
-            if current_meta.get("deletionTimestamp") and finalizers == current_meta.get(
-                "finalizers"
-            ):
-                return current
-            obj = dict(current)
-            obj["metadata"] = {
-                **current_meta,
-                "finalizers": finalizers,
-                "deletionTimestamp": current_meta.get("deletionTimestamp") or self.clock(),
-                "deletionGracePeriodSeconds": 0,
-            }
-            if rt.tracks_generation:
-                obj["metadata"]["generation"] = int(current_meta.get("generation", 1)) + 1
-            self.store.commit(rt.key, MODIFIED, obj, current)
-            return obj
+            return self._mark_deleting(rt, current, finalizers)
         obj = dict(current)
         obj["metadata"] = dict(current_meta)
         self._remove(rt, obj, current)
+        return obj
+
+    def _mark_deleting(self, rt: ResourceType, current: Obj, finalizers: Sequence[str]) -> Obj:
+        """Finalizers hold the object: it gets a deletionTimestamp and waits for them."""
+        current_meta = current["metadata"]
+        if current_meta.get("deletionTimestamp") and list(finalizers) == current_meta.get(
+            "finalizers"
+        ):
+            return current
+        obj = dict(current)
+        obj["metadata"] = {
+            **current_meta,
+            "finalizers": list(finalizers),
+            "deletionTimestamp": current_meta.get("deletionTimestamp") or self.clock(),
+            "deletionGracePeriodSeconds": 0,
+        }
+        if rt.tracks_generation:
+            obj["metadata"]["generation"] = int(current_meta.get("generation", 1)) + 1
+        self.store.commit(rt.key, MODIFIED, obj, current)
         return obj
 
     def _remove(self, rt: ResourceType, obj: Obj, current: Obj) -> None:
@@ -678,6 +673,33 @@ class Api:
 
     def type_for(self, key: str) -> ResourceType:
         return self._type(key)
+
+
+def _check_preconditions(rt: ResourceType, name: str, preconditions: Obj, meta: Obj) -> None:
+    for field, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+        wanted = preconditions.get(field)
+        if wanted and wanted != meta.get(field):
+            raise conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: {label} in precondition: {wanted}, {label} in object "
+                f"meta: {meta.get(field)}",
+            )
+
+
+def _propagation_policy(rt: ResourceType, opts: Obj) -> str:
+    """The deletion's propagation; batch/v1 Jobs default to Orphan, as in kube-apiserver."""
+    policy = opts.get("propagationPolicy")
+    if policy is None and opts.get("orphanDependents") is not None:
+        policy = "Orphan" if opts["orphanDependents"] else "Background"
+    if policy is None:
+        policy = "Orphan" if rt.key == "batch/jobs" else "Background"
+    if policy not in ("Orphan", "Background", "Foreground"):
+        raise invalid(
+            "DeleteOptions", "", "", [("propagationPolicy", f'Unsupported value: "{policy}"')]
+        )
+    return str(policy)
 
 
 def _same_conditions(old: Any, new: Obj) -> bool:

@@ -185,6 +185,25 @@ def _remove(obj: Any, path: Path) -> None:
             node = node[position]
 
 
+def _drop_stale(result: Obj, previous: Obj, managed: list[Obj], new_paths: set[Path]) -> None:
+    """Remove what the manager applied before and no longer applies, unless another manager
+    also owns it."""
+    stale = from_fields_v1(previous.get("fieldsV1") or {}) - new_paths
+    still_used = {path[:n] for path in new_paths for n in range(1, len(path))}
+    others: set[Path] = set()
+    for other in managed:
+        if other is not previous and other.get("fieldsType", "FieldsV1") == "FieldsV1":
+            others |= from_fields_v1(other.get("fieldsV1") or {})
+    removable = stale - still_used - others
+    # Whole list items first (their identity is in their key fields), then leaf fields.
+    items = [path for path in removable if path[-1][0] == "."]
+    leaves = [path for path in removable if path[-1][0] != "."]
+    for path in sorted(items, key=len, reverse=True):
+        _remove(result, path)
+    for path in sorted(leaves, key=len, reverse=True):
+        _remove(result, path)
+
+
 def apply(
     live: Obj | None,
     applied: Obj,
@@ -223,20 +242,7 @@ def apply(
             meta[field] = applied_meta[field]
     result["metadata"] = meta
     if previous is not None:
-        stale = from_fields_v1(previous.get("fieldsV1") or {}) - new_paths
-        still_used = {path[:n] for path in new_paths for n in range(1, len(path))}
-        others: set[Path] = set()
-        for entry in managed:
-            if entry is not previous and entry.get("fieldsType", "FieldsV1") == "FieldsV1":
-                others |= from_fields_v1(entry.get("fieldsV1") or {})
-        removable = stale - still_used - others
-        # Whole list items first (their identity is in their key fields), then leaf fields.
-        items = [path for path in removable if path[-1][0] == "."]
-        leaves = [path for path in removable if path[-1][0] != "."]
-        for path in sorted(items, key=len, reverse=True):
-            _remove(result, path)
-        for path in sorted(leaves, key=len, reverse=True):
-            _remove(result, path)
+        _drop_stale(result, previous, managed, new_paths)
     entry: Obj = {
         "manager": manager,
         "operation": "Apply",

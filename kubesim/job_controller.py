@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -136,86 +137,18 @@ class JobController(Reconciler):
         spec = job.get("spec") or {}
         if spec.get("managedBy", DEFAULT_JOB_CONTROLLER) != DEFAULT_JOB_CONTROLLER:
             return
-        uid = job["metadata"]["uid"]
         status = job.get("status") or {}
-        pods = self._pods_of(job)
-        finished = self.finished_pods.setdefault(uid, {})
-        for pod in pods:
-            phase = (pod.get("status") or {}).get("phase")
-            if phase in ("Succeeded", "Failed"):
-                finished.setdefault(pod["metadata"]["uid"], (phase, _index_of(pod)))
-        active = [
-            p
-            for p in pods
-            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            and not p["metadata"].get("deletionTimestamp")
-        ]
-        succeeded = sum(1 for phase, _ in finished.values() if phase == "Succeeded")
-        failed = sum(1 for phase, _ in finished.values() if phase == "Failed")
-        now = self.api.clock()
-        new_status = _copy_status(status)
+        seen = self._observe(job)
         if _is_true(status, "Complete") or _is_true(status, "Failed"):
-            self._delete_pods(active, job)
+            self._delete_pods(seen.active, job)
             self._expire(key, job)
             return
-        indexed = spec.get("completionMode") == "Indexed"
-        completions = spec.get("completions")
-        succeeded_indexes = {
-            i for phase, i in finished.values() if phase == "Succeeded" and i is not None
-        }
-
+        new_status = _copy_status(status)
         if spec.get("suspend"):
-            self._delete_pods(active, job)
-            active = []
-            if not _is_true(status, "Suspended"):
-                self.recorder.record(job, "Normal", "Suspended", "Job suspended", COMPONENT)
-                _set_condition(
-                    new_status, "Suspended", "True", "JobSuspended", "Job suspended", now
-                )
-                new_status.pop("startTime", None)
-            self._deadlines.pop(key, None)
+            active = self._suspend(key, job, seen, new_status)
         else:
-            if _is_true(status, "Suspended"):
-                _set_condition(new_status, "Suspended", "False", "JobResumed", "Job resumed", now)
-                self.recorder.record(job, "Normal", "Resumed", "Job resumed", COMPONENT)
-            if not new_status.get("startTime"):
-                new_status["startTime"] = now
-            failure = self._failure(spec, new_status, failed, _restarts(spec, active))
-            if failure is not None:
-                reason, message = failure
-                self._delete_pods(active, job)
-                active = []
-                self.recorder.record(job, "Warning", reason, message, COMPONENT)
-                _set_condition(new_status, "FailureTarget", "True", reason, message, now)
-                _set_condition(new_status, "Failed", "True", reason, message, now)
-            elif self._complete(spec, indexed, completions, succeeded, succeeded_indexes, active):
-                self._delete_pods(active, job)
-                active = []
-                self.recorder.record(job, "Normal", "Completed", "Job completed", COMPONENT)
-                message = "Reached expected number of succeeded pods"
-                _set_condition(
-                    new_status, "SuccessCriteriaMet", "True", "CompletionsReached", message, now
-                )
-                _set_condition(new_status, "Complete", "True", "CompletionsReached", message, now)
-                new_status["completionTime"] = now
-            else:
-                active = active + self._create_pods(
-                    job, indexed, completions, succeeded, succeeded_indexes, active
-                )
-                self._arm_deadline(key, spec, new_status)
-        new_status["active"] = len(active)
-        new_status["ready"] = sum(1 for p in active if _pod_ready(p))
-        new_status["succeeded"] = succeeded
-        new_status["failed"] = failed
-        new_status["terminating"] = 0
-        new_status["uncountedTerminatedPods"] = {}
-        if indexed:
-            text = _format_indexes(succeeded_indexes)
-            if text:
-                new_status["completedIndexes"] = text
-        for field in ("active", "succeeded", "failed"):
-            if not new_status[field]:
-                new_status.pop(field)
+            active = self._run(key, job, seen, new_status)
+        _set_counts(new_status, spec, seen, active)
         if new_status != status:
 
             def change(obj: Obj) -> bool:
@@ -226,6 +159,68 @@ class JobController(Reconciler):
                 self.api.mutate(JOB_KEY, namespace, name, change, "status")
             except ApiError:
                 self.enqueue(key)
+
+    def _observe(self, job: Obj) -> Observed:
+        """Pods of the job; terminal ones are remembered even after they are deleted."""
+        pods = self._pods_of(job)
+        finished = self.finished_pods.setdefault(job["metadata"]["uid"], {})
+        for pod in pods:
+            phase = (pod.get("status") or {}).get("phase")
+            if phase in ("Succeeded", "Failed"):
+                finished.setdefault(pod["metadata"]["uid"], (phase, _index_of(pod)))
+        active = [
+            p
+            for p in pods
+            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            and not p["metadata"].get("deletionTimestamp")
+        ]
+        return Observed(
+            active=active,
+            succeeded=sum(1 for phase, _ in finished.values() if phase == "Succeeded"),
+            failed=sum(1 for phase, _ in finished.values() if phase == "Failed"),
+            succeeded_indexes=frozenset(
+                i for phase, i in finished.values() if phase == "Succeeded" and i is not None
+            ),
+        )
+
+    def _suspend(self, key: str, job: Obj, seen: Observed, new_status: Obj) -> list[Obj]:
+        self._delete_pods(seen.active, job)
+        if not _is_true(job.get("status") or {}, "Suspended"):
+            self.recorder.record(job, "Normal", "Suspended", "Job suspended", COMPONENT)
+            now = self.api.clock()
+            _set_condition(new_status, "Suspended", "True", "JobSuspended", "Job suspended", now)
+            new_status.pop("startTime", None)
+        self._deadlines.pop(key, None)
+        return []
+
+    def _run(self, key: str, job: Obj, seen: Observed, new_status: Obj) -> list[Obj]:
+        """Resume, fail, complete or create pods; returns the pods now active."""
+        spec = job.get("spec") or {}
+        now = self.api.clock()
+        if _is_true(job.get("status") or {}, "Suspended"):
+            _set_condition(new_status, "Suspended", "False", "JobResumed", "Job resumed", now)
+            self.recorder.record(job, "Normal", "Resumed", "Job resumed", COMPONENT)
+        if not new_status.get("startTime"):
+            new_status["startTime"] = now
+        failure = self._failure(spec, new_status, seen.failed, _restarts(spec, seen.active))
+        if failure is not None:
+            reason, message = failure
+            self._delete_pods(seen.active, job)
+            self.recorder.record(job, "Warning", reason, message, COMPONENT)
+            _set_condition(new_status, "FailureTarget", "True", reason, message, now)
+            _set_condition(new_status, "Failed", "True", reason, message, now)
+            return []
+        if _complete(spec, seen):
+            self._delete_pods(seen.active, job)
+            self.recorder.record(job, "Normal", "Completed", "Job completed", COMPONENT)
+            message = "Reached expected number of succeeded pods"
+            for kind in ("SuccessCriteriaMet", "Complete"):
+                _set_condition(new_status, kind, "True", "CompletionsReached", message, now)
+            new_status["completionTime"] = now
+            return []
+        created = self._create_pods(job, seen)
+        self._arm_deadline(key, spec, new_status)
+        return seen.active + created
 
     def _pods_of(self, job: Obj) -> list[Obj]:
         store = self.api.store
@@ -295,32 +290,13 @@ class JobController(Reconciler):
         remaining = float(deadline) - (datetime.now(UTC) - started).total_seconds()
         self._deadlines[key] = time.monotonic() + max(0.0, remaining) + 0.01
 
-    @staticmethod
-    def _complete(
-        spec: Obj,
-        indexed: bool,
-        completions: int | None,
-        succeeded: int,
-        succeeded_indexes: set[int],
-        active: list[Obj],
-    ) -> bool:
-        if completions is None:
-            return succeeded > 0 and not active
-        if indexed:
-            return all(i in succeeded_indexes for i in range(int(completions)))
-        return succeeded >= int(completions)
-
-    def _create_pods(
-        self,
-        job: Obj,
-        indexed: bool,
-        completions: int | None,
-        succeeded: int,
-        succeeded_indexes: set[int],
-        active: list[Obj],
-    ) -> list[Obj]:
+    def _create_pods(self, job: Obj, seen: Observed) -> list[Obj]:
         spec = job.get("spec") or {}
         parallelism = int(spec.get("parallelism", 1))
+        completions = spec.get("completions")
+        indexed = spec.get("completionMode") == "Indexed"
+        active, succeeded = seen.active, seen.succeeded
+        succeeded_indexes = seen.succeeded_indexes
         if completions is None:
             wanted = 0 if succeeded > 0 else parallelism - len(active)
             indexes: list[int | None] = [None] * max(0, wanted)
@@ -375,6 +351,41 @@ class JobController(Reconciler):
                 f"Deleted pod: {pod['metadata']['name']}",
                 COMPONENT,
             )
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the controller sees of a job's pods in one reconcile."""
+
+    active: list[Obj]
+    succeeded: int
+    failed: int
+    succeeded_indexes: frozenset[int]
+
+
+def _complete(spec: Obj, seen: Observed) -> bool:
+    completions = spec.get("completions")
+    if completions is None:  # a work queue: done when one succeeded and none runs
+        return seen.succeeded > 0 and not seen.active
+    if spec.get("completionMode") == "Indexed":
+        return all(i in seen.succeeded_indexes for i in range(int(completions)))
+    return seen.succeeded >= int(completions)
+
+
+def _set_counts(status: Obj, spec: Obj, seen: Observed, active: list[Obj]) -> None:
+    status["active"] = len(active)
+    status["ready"] = sum(1 for p in active if _pod_ready(p))
+    status["succeeded"] = seen.succeeded
+    status["failed"] = seen.failed
+    status["terminating"] = 0
+    status["uncountedTerminatedPods"] = {}
+    if spec.get("completionMode") == "Indexed":
+        text = _format_indexes(set(seen.succeeded_indexes))
+        if text:
+            status["completedIndexes"] = text
+    for field in ("active", "succeeded", "failed"):
+        if not status[field]:
+            status.pop(field)
 
 
 def _index_of(pod: Obj) -> int | None:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,21 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
 BOOKMARK_INTERVAL = 5.0
+
+
+@dataclass(frozen=True)
+class WatchRequest:
+    """A watch's parameters, parsed from the query."""
+
+    namespace: str | None
+    since: int | None
+    predicate: Callable[[dict[str, Any]], bool] | None
+    timeout: float
+    bookmarks: bool
+    send_initial: bool
+    api_version: str
+    version_override: str | None
+    encode: Callable[[str, Event], bytes] | None
 
 
 @dataclass(frozen=True)
@@ -257,94 +273,120 @@ class ApiServer:
         self, request: web.Request, group: str, version: str, rest: list[str]
     ) -> web.StreamResponse:
         route, legacy_watch = self._parse_route(group, version, rest)
-        query = request.query
-        method = request.method
-        rt = route.resource_type
         if not route.name:
-            if method == "GET":
-                if legacy_watch or _bool(query.get("watch")):
-                    return await self._watch(request, route)
-                return self._list(request, route)
-            if method == "POST":
-                body = _parse_body(await request.read(), request.content_type)
-                created = self.api.create(
-                    rt, route.namespace, body, route.version, _write_options(query)
-                )
-                return self._object_response(request, route, created, 201)
-            if method == "DELETE":
-                return await self._delete_collection(request, route)
-            raise method_not_allowed()
+            return await self._collection(request, route, legacy_watch)
         if legacy_watch:
             return await self._watch(request, route, field_name=route.name)
-        if route.subresource == "binding":
-            if method != "POST":
-                raise method_not_allowed()
-            body = _parse_body(await request.read(), request.content_type)
-            self._bind(route, body)
-            return _json_response(
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Success",
-                    "code": 201,
-                },
-                201,
-            )
-        if route.subresource == "log":
-            if method != "GET":
-                raise method_not_allowed()
-            return web.Response(
-                text=_pod_log(
-                    self.api.get(rt, route.namespace, route.name),
-                    request.query.get("container", ""),
-                ),
-                content_type="text/plain",
-            )
-        if route.subresource == "finalize":
-            current = self.api.get(rt, "", route.name)
-            return self._object_response(request, route, current)
+        if route.subresource in ("binding", "log", "finalize"):
+            return await self._special_subresource(request, route)
+        method = request.method
         if method == "GET":
-            obj = self.api.get(rt, route.namespace, route.name)
+            obj = self.api.get(route.resource_type, route.namespace, route.name)
             return self._object_response(request, route, obj)
-        options = _write_options(query)
         if method == "PUT":
             body = _parse_body(await request.read(), request.content_type)
             updated = self.api.update(
-                rt, route.namespace, route.name, body, route.version, route.subresource, options
-            )
-            return self._object_response(request, route, updated)
-        if method == "PATCH":
-            content_type = request.content_type
-            body = _parse_body(await request.read(), content_type)
-            existed: bool = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR) and (
-                self.api.store.get(rt.key, route.namespace if rt.namespaced else "", route.name)
-                is not None
-            )
-            patched = self.api.patch(
-                rt,
+                route.resource_type,
                 route.namespace,
                 route.name,
-                content_type,
                 body,
                 route.version,
                 route.subresource,
-                options,
+                _write_options(request.query),
             )
-            fresh = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR) and not existed
-            return self._object_response(request, route, patched, 201 if fresh else 200)
+            return self._object_response(request, route, updated)
+        if method == "PATCH":
+            return await self._patch(request, route)
         if method == "DELETE":
-            raw = await request.read()
-            delete_options = _parse_body(raw, request.content_type) or {}
-            if not isinstance(delete_options, dict):
-                raise bad_request("DeleteOptions must be an object")
-            if "propagationPolicy" in query:
-                delete_options["propagationPolicy"] = query["propagationPolicy"]
-            if "orphanDependents" in query:
-                delete_options["orphanDependents"] = _bool(query["orphanDependents"])
-            deleted = self.api.delete(rt, route.namespace, route.name, delete_options, options)
-            return self._object_response(request, route, deleted)
+            return await self._delete(request, route)
         raise method_not_allowed()
+
+    async def _collection(
+        self, request: web.Request, route: Route, legacy_watch: bool
+    ) -> web.StreamResponse:
+        method = request.method
+        if method == "GET":
+            if legacy_watch or _bool(request.query.get("watch")):
+                return await self._watch(request, route)
+            return self._list(request, route)
+        if method == "POST":
+            body = _parse_body(await request.read(), request.content_type)
+            created = self.api.create(
+                route.resource_type,
+                route.namespace,
+                body,
+                route.version,
+                _write_options(request.query),
+            )
+            return self._object_response(request, route, created, 201)
+        if method == "DELETE":
+            return await self._delete_collection(request, route)
+        raise method_not_allowed()
+
+    async def _special_subresource(self, request: web.Request, route: Route) -> web.Response:
+        """pods/binding (POST), pods/log (GET) and namespaces/finalize."""
+        rt = route.resource_type
+        if route.subresource == "binding":
+            if request.method != "POST":
+                raise method_not_allowed()
+            self._bind(route, _parse_body(await request.read(), request.content_type))
+            success = {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "code": 201,
+            }
+            return _json_response(success, 201)
+        if route.subresource == "log":
+            if request.method != "GET":
+                raise method_not_allowed()
+            pod = self.api.get(rt, route.namespace, route.name)
+            return web.Response(
+                text=_pod_log(pod, request.query.get("container", "")), content_type="text/plain"
+            )
+        return self._object_response(request, route, self.api.get(rt, "", route.name))
+
+    async def _patch(self, request: web.Request, route: Route) -> web.Response:
+        rt = route.resource_type
+        content_type = request.content_type
+        body = _parse_body(await request.read(), content_type)
+        applying = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR)
+        existed = (
+            self.api.store.get(rt.key, route.namespace if rt.namespaced else "", route.name)
+            is not None
+        )
+        patched = self.api.patch(
+            rt,
+            route.namespace,
+            route.name,
+            content_type,
+            body,
+            route.version,
+            route.subresource,
+            _write_options(request.query),
+        )
+        return self._object_response(
+            request, route, patched, 201 if applying and not existed else 200
+        )
+
+    async def _delete(self, request: web.Request, route: Route) -> web.Response:
+        query = request.query
+        delete_options = _parse_body(await request.read(), request.content_type) or {}
+        if not isinstance(delete_options, dict):
+            raise bad_request("DeleteOptions must be an object")
+        if "propagationPolicy" in query:
+            delete_options["propagationPolicy"] = query["propagationPolicy"]
+        if "orphanDependents" in query:
+            delete_options["orphanDependents"] = _bool(query["orphanDependents"])
+        deleted = self.api.delete(
+            route.resource_type,
+            route.namespace,
+            route.name,
+            delete_options,
+            _write_options(query),
+        )
+        return self._object_response(request, route, deleted)
 
     def _bind(self, route: Route, body: Any) -> None:
         if not isinstance(body, dict):
@@ -459,9 +501,7 @@ class ApiServer:
 
     # ---- watch -------------------------------------------------------------------------
 
-    async def _watch(
-        self, request: web.Request, route: Route, field_name: str = ""
-    ) -> web.StreamResponse:
+    def _watch_request(self, request: web.Request, route: Route, field_name: str) -> WatchRequest:
         rt = route.resource_type
         query = request.query
         labels, fields = self._selectors(request, route)
@@ -477,10 +517,8 @@ class ApiServer:
 
         rv_text = query.get("resourceVersion", "")
         send_initial = _bool(query.get("sendInitialEvents"))
-        since: int | None
-        if rv_text in ("", "0") or send_initial:
-            since = None
-        else:
+        since: int | None = None
+        if rv_text not in ("", "0") and not send_initial:
             try:
                 since = int(rv_text)
             except ValueError as error:
@@ -491,62 +529,78 @@ class ApiServer:
                 timeout = float(query["timeoutSeconds"])
             except ValueError as error:
                 raise bad_request("timeoutSeconds must be a number") from error
-        bookmarks = _bool(query.get("allowWatchBookmarks"))
         as_table = tables.wants_table(request.headers.get("Accept", ""))
         include = query.get("includeObject", "PartialObjectMetadata")
-        namespace = route.namespace if rt.namespaced and route.namespace else None
-        api_version = rt.api_version(route.version)
-        store = self.api.store
+        return WatchRequest(
+            namespace=route.namespace if rt.namespaced and route.namespace else None,
+            since=since,
+            predicate=predicate,
+            timeout=timeout,
+            bookmarks=_bool(query.get("allowWatchBookmarks")),
+            send_initial=send_initial,
+            api_version=rt.api_version(route.version),
+            version_override=rt.api_version(route.version) if rt.from_crd else None,
+            encode=self._table_encoder(rt, route.version, include) if as_table else None,
+        )
 
+    async def _watch(
+        self, request: web.Request, route: Route, field_name: str = ""
+    ) -> web.StreamResponse:
+        rt = route.resource_type
+        wanted = self._watch_request(request, route, field_name)
         response = web.StreamResponse(
             status=200, headers={"Content-Type": JSON, "Cache-Control": "no-cache"}
         )
         response.enable_chunked_encoding()
         try:
-            watcher = store.watch(rt.key, namespace, since, predicate)
-        except ApiError as error:
+            watcher = self.api.store.watch(rt.key, wanted.namespace, wanted.since, wanted.predicate)
+        except ApiError as error:  # 410 Expired travels as an ERROR event, as kube-apiserver does
             await response.prepare(request)
             await response.write(
                 jsoncodec.dumps({"type": "ERROR", "object": error.status()}) + b"\n"
             )
             await response.write_eof()
             return response
-        initial_pending = send_initial
         try:
             await response.prepare(request)
-            deadline = time.monotonic() + timeout
-            last_write = time.monotonic()
-            encode = self._table_encoder(rt, route.version, include) if as_table else None
-            version_override = api_version if rt.from_crd else None
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                events = (
-                    watcher.wait_now()
-                    if initial_pending
-                    else await watcher.wait(min(remaining, self.bookmark_interval))
-                )
-                if events:
-                    await response.write(_encode_events(events, version_override, encode))
-                    last_write = time.monotonic()
-                if initial_pending:
-                    initial_pending = False
-                    await response.write(
-                        self._bookmark(rt, api_version, store.rv, initial_end=True)
-                    )
-                if watcher.closed:
-                    break
-                if bookmarks and time.monotonic() - last_write >= self.bookmark_interval:
-                    await response.write(self._bookmark(rt, api_version, store.rv))
-                    last_write = time.monotonic()
+            await self._stream(response, watcher, rt, wanted)
         except (ConnectionResetError, ConnectionError):
             pass
         finally:
-            store.unwatch(watcher)
+            self.api.store.unwatch(watcher)
         with contextlib.suppress(ConnectionResetError, ConnectionError):
             await response.write_eof()
         return response
+
+    async def _stream(
+        self, response: web.StreamResponse, watcher: Watcher, rt: ResourceType, wanted: WatchRequest
+    ) -> None:
+        store = self.api.store
+
+        async def flush() -> None:
+            # Everything buffered is written before a bookmark, so a bookmark's version never
+            # skips an event the client has not received.
+            while watcher.buffer:
+                events = watcher.take()
+                await response.write(_encode_events(events, wanted.version_override, wanted.encode))
+
+        deadline = time.monotonic() + wanted.timeout
+        last_write = time.monotonic()
+        if wanted.send_initial:
+            await flush()
+            await response.write(self._bookmark(rt, wanted.api_version, store.rv, initial_end=True))
+        while not watcher.closed:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            events = await watcher.wait(min(remaining, self.bookmark_interval))
+            if events:
+                await response.write(_encode_events(events, wanted.version_override, wanted.encode))
+                last_write = time.monotonic()
+            elif wanted.bookmarks and time.monotonic() - last_write >= self.bookmark_interval:
+                await flush()
+                await response.write(self._bookmark(rt, wanted.api_version, store.rv))
+                last_write = time.monotonic()
 
     def _bookmark(
         self, rt: ResourceType, api_version: str, rv: int, initial_end: bool = False

@@ -14,7 +14,10 @@ import click
 # name -> "module:attribute" of a click command or group.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("mkq.commands.validate:validate", "Load and validate Kueue/Kubernetes YAML."),
-    "simulate": ("mkq.commands.simulate:simulate", "Run the admission engine to a quiescent state."),
+    "simulate": (
+        "mkq.commands.simulate:simulate",
+        "Run the admission engine to a quiescent state.",
+    ),
     "kubesim": ("mkq.commands.kubesim:kubesim", "Run an emulated Kubernetes cluster."),
     "agent": ("mkq.commands.agent:agent", "Run the worker agent in a cluster."),
     "manager": ("mkq.commands.manager:manager", "Run or migrate the multi-cluster manager."),
@@ -48,8 +51,11 @@ class LazyGroup(click.Group):
 
 
 def _unavailable(name: str, help_text: str) -> click.Command:
-    @click.command(name=name, help=f"{help_text} (not yet available)", context_settings={
-        "ignore_unknown_options": True, "allow_extra_args": True})
+    @click.command(
+        name=name,
+        help=f"{help_text} (not yet available)",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
     def command() -> None:
         click.echo(f"mkq {name}: not yet available in this build", err=True)
         sys.exit(2)

@@ -8,8 +8,9 @@ This is what Kueue's performance runner does against envtest + minimalkueue:
   Workloads on its own schedule (sleep creationIntervalMs, create, repeat);
 - a watcher records every Workload and ClusterQueue observation into Kueue's recorder
   (`metrics.Recorder`); when it sees a workload admitted it marks it Finished `runtimeMs`
-  later (counted from when it saw the admission), and it completes evictions by clearing the
-  quota reservation, as Kueue's runner controller does;
+  later (counted from when it saw the admission); an eviction voids that finish. Kueue's
+  runner also clears the quota reservation of an evicted Workload, because Kueue's
+  controllers leave bare Workloads alone; the agent does that itself, so this runner does not;
 - the run ends when creation is over and no active ClusterQueue has pending or reserving
   workloads; `wallMs` is the scheduler process's lifetime up to then, as Kueue measures
   minimalkueue's.
@@ -50,7 +51,6 @@ from bench.scheduler.simulation import ProgressCallback, Sample
 CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JSON_PATCH = "application/json-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
 
 Obj = dict[str, Any]
 
@@ -67,9 +67,11 @@ class ClusterStats:
     finishes: int = 0
     agent_startup_ms: int = 0
     agent_cpu_s: float = 0.0
+    harness_cpu_s: float = 0.0  # this process: kubesim and the runner
     agent_peak_memory_mib: float = 0.0
     real_s: float = 0.0
     samples: list[Sample] = field(default_factory=list)
+    error: str | None = None  # set when the run stopped before every workload finished
 
 
 def _free_port() -> int:
@@ -233,7 +235,7 @@ class ClusterRun:
         self._finishing: set[str] = set()
         self._finished: set[str] = set()
         self._admitted: set[str] = set()
-        self._evicting: set[str] = set()
+        self._tokens: dict[str, int] = defaultdict(int)
         self._generation_done = asyncio.Event()
         self._all_finished = asyncio.Event()
         self._cq_latest: dict[str, CQEvent] = {}
@@ -266,6 +268,7 @@ class ClusterRun:
                 client = _Client(session, cluster.url)
                 await self._setup(client)
                 children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                own_before = resource.getrusage(resource.RUSAGE_SELF)
                 port = _free_port()
                 self._origin_mono = time.monotonic_ns()
                 self._origin_wall = time.time_ns()
@@ -273,7 +276,10 @@ class ClusterRun:
                 try:
                     await self._wait_ready(session, agent, port)
                     self.stats.agent_startup_ms = self._now_ns() // NS_PER_MS
-                    await self._drive(client, agent)
+                    try:
+                        await self._drive(client, agent)
+                    except ClusterRunError as error:
+                        self.stats.error = str(error)
                 finally:
                     self.stats.wall_ms = self._now_ns() // NS_PER_MS
                     await self._stop_agent(agent)
@@ -281,6 +287,10 @@ class ClusterRun:
                         task.cancel()
                     await asyncio.gather(*self._tasks, return_exceptions=True)
                 children = resource.getrusage(resource.RUSAGE_CHILDREN)
+                own = resource.getrusage(resource.RUSAGE_SELF)
+                self.stats.harness_cpu_s = (own.ru_utime - own_before.ru_utime) + (
+                    own.ru_stime - own_before.ru_stime
+                )
                 self.stats.agent_cpu_s = (children.ru_utime - children_before.ru_utime) + (
                     children.ru_stime - children_before.ru_stime
                 )
@@ -469,20 +479,24 @@ class ClusterRun:
                     )
                 self._check_end()
             return
-        if evicted and _is_true(obj, "QuotaReserved") and key not in self._evicting:
-            self._evicting.add(key)
+        if key in self._finishing and (evicted or not admitted):
+            # the admission this runner was timing is gone (preempted): its finish is void, and
+            # the workload waits again; the agent releases the quota of an evicted bare
+            # Workload itself (Kueue's runner has to, as Kueue's controllers do not)
+            self._finishing.discard(key)
             self.stats.evictions += 1
-            self._spawn(self._complete_eviction(client, obj, key))
-            return
-        if admitted and key not in self._finishing:
+        if admitted and not evicted and key not in self._finishing:
             self._finishing.add(key)
+            self._tokens[key] += 1
             self.stats.admissions += 1
             runtime_ms = int(meta.get("labels", {}).get(RUNNING_TIME_LABEL, arrival.runtime_ms))
-            self._spawn(self._finish_later(client, obj, key, runtime_ms))
+            self._spawn(self._finish_later(client, obj, key, runtime_ms, self._tokens[key]))
 
-    async def _finish_later(self, client: _Client, obj: Obj, key: str, runtime_ms: int) -> None:
+    async def _finish_later(
+        self, client: _Client, obj: Obj, key: str, runtime_ms: int, token: int
+    ) -> None:
         await asyncio.sleep(runtime_ms / 1000)
-        if key not in self._finishing:
+        if key not in self._finishing or self._tokens[key] != token:
             return  # evicted meanwhile
         condition = {
             "type": "Finished",
@@ -497,24 +511,6 @@ class ClusterRun:
             if status < 300 or status == 404:
                 return
             await asyncio.sleep(0.05)
-
-    async def _complete_eviction(self, client: _Client, obj: Obj, key: str) -> None:
-        self._finishing.discard(key)
-        now = _rfc3339(datetime.now(UTC))
-        conditions = [
-            c for c in obj.get("status", {}).get("conditions") or () if c.get("type") != "Admitted"
-        ]
-        for condition in conditions:
-            if condition.get("type") == "QuotaReserved":
-                condition.update(
-                    status="False",
-                    reason="Pending",
-                    message="Evicted by the test runner",
-                    lastTransitionTime=now,
-                )
-        patch = {"status": {"admission": None, "conditions": conditions}}
-        await client.patch_status(obj, patch, MERGE_PATCH)
-        self._evicting.discard(key)
 
     async def _watch_cluster_queues(self, client: _Client) -> None:
         classes = {queue.name: queue for queue in self.scenario.queues}

@@ -35,6 +35,7 @@ class RunCost:
     real_s: float
     peak_memory_mib: float
     startup_ms: int | None = None  # cluster mode: the agent's start-up, included in wallMs
+    harness_cpu_s: float | None = None  # cluster mode: kubesim + the runner (this process)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class RunResult:
     checks: Sequence[Check] | None
     rangespec_file: str | None
     samples: Sequence[Sample]
+    error: str | None = None  # the run stopped early: the figures cover what was observed
 
 
 def _ratio(value: float | None, reference: float | None) -> float | None:
@@ -99,6 +101,8 @@ def summary_json(result: RunResult, files: dict[str, str]) -> dict[str, Any]:
         "mode": result.mode,
         "command": result.command,
         "generator": result.scenario.generator.file,
+        "completed": result.error is None,
+        "error": result.error,
         "workloads": len(result.scenario.arrivals),
         "clusterQueues": len(result.scenario.queues),
         "wallMs": summary.wall_ms,
@@ -127,6 +131,9 @@ def summary_json(result: RunResult, files: dict[str, str]) -> dict[str, Any]:
             "schedulingSeconds": round(cost.scheduling_cpu_s, 3),
             "bookkeepingSeconds": round(cost.bookkeeping_cpu_s, 3),
             "processSeconds": round(cost.process_cpu_s, 3),
+            "kubesimAndRunnerSeconds": (
+                None if cost.harness_cpu_s is None else round(cost.harness_cpu_s, 3)
+            ),
             "schedulingMsPerAdmission": (
                 round(1000 * cost.scheduling_cpu_s / cost.admissions, 4)
                 if cost.admissions
@@ -228,6 +235,11 @@ def markdown_table(result: RunResult) -> str:
         "",
         f"Command: `{result.command}`",
         "",
+        *(
+            [f"**Incomplete run** ({result.error}): the figures cover what was observed.", ""]
+            if result.error
+            else []
+        ),
         "| figure | mkq | Kueue (published mean) | mkq / Kueue | floor | mkq / floor | rangespec |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -264,7 +276,8 @@ def markdown_table(result: RunResult) -> str:
             "",
             f"Admissions {cost.admissions:,}, evictions {cost.evictions:,}; the agent process "
             f"used {cost.scheduling_cpu_s:,.2f} s CPU ({_fmt(per_admission)} ms per admission)"
-            f", peak memory {cost.peak_memory_mib:,.0f} MiB; its start-up took "
+            f", peak memory {cost.peak_memory_mib:,.0f} MiB (kubesim and the runner: "
+            f"{cost.harness_cpu_s or 0:,.2f} s CPU); its start-up took "
             f"{_fmt(cost.startup_ms)} ms of the wall time (creation starts once it is ready); "
             f"{cost.real_s:,.1f} s real in all.",
         ]

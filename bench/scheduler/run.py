@@ -124,6 +124,7 @@ def run_cluster_mode(
         scheduling_cpu_s=stats.agent_cpu_s,
         bookkeeping_cpu_s=0.0,
         process_cpu_s=stats.agent_cpu_s,
+        harness_cpu_s=stats.harness_cpu_s,
         real_s=stats.real_s,
         peak_memory_mib=stats.agent_peak_memory_mib,
         startup_ms=stats.agent_startup_ms,
@@ -139,5 +140,6 @@ def run_cluster_mode(
         checks=verdict(summary, spec) if spec else None,
         rangespec_file=spec.file if spec else None,
         samples=stats.samples,
+        error=stats.error,
     )
     return write_outputs(result, out)

@@ -148,6 +148,8 @@ def scheduler(
     if rangespec is not None:
         words += ["--rangespec", str(rangespec)]
     words += ["--mode", mode]
+    if mode == "cluster":
+        words += ["--time-limit", f"{time_limit:g}"]
     if out is not None:
         words += ["--out", str(out)]
     if name is not None:
@@ -177,6 +179,9 @@ def scheduler(
     click.echo(json.dumps(document, indent=2))
     files = document["files"]
     click.echo(f"wrote {files['summary']}, {files['table']}, {files['plot']}", err=True)
+    if not document.get("completed", True):
+        click.echo(f"mkq bench scheduler: the run did not complete: {document['error']}", err=True)
+        sys.exit(1)
     spec = document.get("rangespec")
     if spec is not None and not spec["passed"]:
         sys.exit(1)

@@ -17,6 +17,7 @@ from typing import Any
 
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
+from worker_agent.conditions import find_condition
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, ResourceType
@@ -201,7 +202,7 @@ class WorkloadController:
 
         written = await self._writer.update(WORKLOADS, key, timeout, status=True)
         if written is not None and self._recorder is not None:
-            message = str((wl.find_condition(written, wl.EVICTED) or {}).get("message", ""))
+            message = str((find_condition(written, wl.EVICTED) or {}).get("message", ""))
             self._recorder.normal(written, "EvictedDueToPodsReadyTimeout", message)
         return None
 

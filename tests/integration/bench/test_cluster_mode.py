@@ -79,7 +79,8 @@ def test_cluster_mode_admits_finishes_and_measures_every_workload(tmp_path: Path
     summary = json.loads((out / "summary.json").read_text())
     assert summary["mode"] == "cluster"
     assert summary["wlClassesCount"] == {"small": 10, "large": 4}
-    assert summary["admissions"] == 14
+    # every workload is admitted once more than it is evicted (preemption may evict some)
+    assert summary["admissions"] - summary["evictions"] == 14
     # every workload ran for its runtime after admission, so none finished before the floor
     assert summary["wallMs"] >= summary["floor"]["wallMs"]
     assert summary["wlClassesAvgTimeToFinishMs"]["large"] >= 300

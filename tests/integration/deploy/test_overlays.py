@@ -4,6 +4,7 @@ cross-reference checks, including every `mkq` flag the containers pass."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,50 @@ async def test_schema_checks_catch_a_broken_deployment() -> None:
     assert "$(MKQ_AGENT_TOKEN) is not set" in problems
     assert "spec.selector.matchLabels must match" in problems
     assert "roleRef ClusterRole/missing is not rendered" in problems
+
+
+def _relative(target: Path, start: Path) -> str:
+    """kustomize takes only relative paths to other kustomizations (pure string arithmetic)."""
+    return os.path.relpath(target, start)
+
+
+async def test_an_operator_overlay_replaces_every_placeholder_secret(tmp_path: Path) -> None:
+    """The README's way to deploy: an overlay of one's own whose Secrets replace the base's."""
+    (tmp_path / "database.env").write_text("database-url=postgresql+asyncpg://mkq:pw@db/mkq\n")
+    (tmp_path / "manager.env").write_text("api-token=0123456789abcdef\nencryption-key=k\n")
+    (tmp_path / "kustomization.yaml").write_text(
+        dump(
+            [
+                {
+                    "resources": [_relative(OVERLAYS / "manager-cluster", tmp_path)],
+                    "images": [{"name": "mkq", "newName": "registry.example.com/mkq"}],
+                    "secretGenerator": [
+                        {
+                            "name": name,
+                            "namespace": "mkq-system",
+                            "behavior": "replace",
+                            "envs": [env],
+                        }
+                        for name, env in (
+                            ("mkq-database", "database.env"),
+                            ("mkq-manager", "manager.env"),
+                        )
+                    ],
+                    "generatorOptions": {"disableNameSuffixHash": True},
+                }
+            ]
+        )
+    )
+    result = await run([kubectl_binary(), "kustomize", str(tmp_path)])
+    assert result.code == 0, result.err
+    assert "CHANGE-ME" not in result.out
+    rendering = Rendering(documents(result.out))
+    assert rendering.data_keys("Secret", "mkq-manager", "mkq-system") == {
+        "api-token",
+        "encryption-key",
+    }
+    deployment = rendering.find("Deployment", "mkq-manager")
+    assert deployment is not None
+    images = {c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]}
+    assert images == {"registry.example.com/mkq:latest"}
+    assert check(rendering) == []

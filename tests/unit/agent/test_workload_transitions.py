@@ -101,3 +101,26 @@ def test_pods_ready_goes_started_then_recovering_then_recovered() -> None:
     assert find_condition(failing, "PodsReady")["reason"] == "WaitForRecovery"
     recovered = wl.set_pods_ready(failing, True, NOW)
     assert find_condition(recovered, "PodsReady")["reason"] == "Recovered"
+
+
+def test_pods_ready_timeout_evicts_and_backs_off_exponentially() -> None:
+    from datetime import timedelta
+
+    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    deadline = wl.pods_ready_deadline(admitted, timedelta(minutes=30))
+    assert deadline == NOW + timedelta(minutes=30)
+    later = NOW + timedelta(minutes=31)
+    evicted = wl.evict_for_pods_ready_timeout(admitted, later, 60, 3600)
+    assert evicted is not None
+    assert find_condition(evicted, "Evicted")["reason"] == "PodsReadyTimeout"
+    assert evicted["status"]["requeueState"]["count"] == 1
+    assert wl.backoff_remaining(evicted, later) == 60
+    assert wl.finish_backoff(evicted, later) is None
+    done = wl.finish_backoff(evicted, later + timedelta(seconds=60))
+    assert done is not None
+    assert find_condition(done, "Requeued")["reason"] == "BackoffFinished"
+    # A second timeout waits twice as long.
+    again = wl.admit(wl.release_quota(done, later), ADMISSION, True, later)
+    twice = wl.evict_for_pods_ready_timeout(again, later, 60, 3600)
+    assert twice["status"]["requeueState"]["count"] == 2
+    assert wl.backoff_remaining(twice, later) == 120

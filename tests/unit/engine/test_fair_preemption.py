@@ -20,6 +20,7 @@ from worker_agent.engine.model import (
     Admission,
     BorrowWithinCohort,
     ClusterQueueSpec,
+    CohortSpec,
     EngineConfig,
     FlavorQuotas,
     FlavorSpec,
@@ -119,3 +120,108 @@ def test_kueue_fair_preemption_case(name: str) -> None:
     targets = get_targets(state, cq, info, Assignment([result], usage={("default", "cpu"): cpu}))
     assert {t.info.spec.name: t.reason for t in targets} == case["preempted"]
     assert usage() == usage_before
+
+
+CUSTOM = json.loads(
+    (Path(__file__).parent / "data" / "kueue_fair_preemption_custom_cases.json").read_text()
+)
+
+
+def _quota(values: list[str]) -> ResourceQuota:
+    nominal, borrow, lend = [*values, "", ""][:3]
+    return ResourceQuota(
+        _millis(nominal), _millis(borrow) if borrow else None, _millis(lend) if lend else None
+    )
+
+
+def _groups(flavors: list[Any]) -> tuple[ResourceGroup, ...]:
+    if not flavors:
+        return ()
+    covered = sorted({res for _, resources in flavors for res in resources}) or ["cpu"]
+    return (
+        ResourceGroup(
+            tuple(covered),
+            tuple(
+                FlavorQuotas(name, {res: _quota(v) for res, v in resources.items()})
+                for name, resources in flavors
+            ),
+        ),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(CUSTOM))
+def test_kueue_fair_preemption_custom_case(name: str) -> None:
+    """The TestFairPreemptions cases with their own ClusterQueues, Cohorts and weights
+    (weight 0, hierarchical cohorts, strategies)."""
+    case = CUSTOM[name]
+    state = EngineState(
+        EngineConfig(fair_sharing=True, fair_sharing_strategies=tuple(case["strategies"]))
+    )
+    state.upsert_namespace(NamespaceSpec("default"))
+    for flavor in case["flavors"]:
+        state.upsert_flavor(FlavorSpec(flavor))
+    for cohort in case["cohorts"]:
+        state.upsert_cohort(
+            CohortSpec(
+                cohort["name"],
+                cohort["parent"],
+                _groups(cohort["flavors"]),
+                fair_weight=cohort["weight"],
+            )
+        )
+    for cq in case["clusterQueues"]:
+        groups: tuple[ResourceGroup, ...] = ()
+        for group in cq["groups"]:
+            groups += _groups(group)
+        within, reclaim, _ = cq["preemption"]
+        state.upsert_cluster_queue(
+            ClusterQueueSpec(
+                cq["name"],
+                resource_groups=groups,
+                cohort=cq["cohort"],
+                namespace_selector=LabelSelector(),
+                preemption=Preemption(PreemptionPolicy(within), PreemptionPolicy(reclaim)),
+                fair_weight=cq["weight"],
+            )
+        )
+        state.upsert_local_queue(LocalQueueSpec("default", cq["name"], cq["name"]))
+    for wl in case["admitted"]:
+        usage = {"cpu": _millis(wl["cpu"])}
+        state.upsert_workload(
+            WorkloadSpec(
+                namespace="default",
+                name=wl["name"],
+                queue_name=wl["cq"],
+                pod_sets=(PodSetSpec("main", 1, usage),),
+                priority=wl["priority"],
+                admission=Admission(
+                    wl["cq"], (PodSetAssignment("main", {"cpu": wl["flavor"]}, usage, 1),)
+                ),
+                admitted_at=0.0,
+            )
+        )
+    inc = case["incoming"]
+    cpu = _millis(inc["cpu"])
+    incoming = WorkloadSpec(
+        namespace="default",
+        name=f"incoming-{inc['name']}",
+        queue_name=case["clusterQueue"],
+        pod_sets=(PodSetSpec("main", 1, {"cpu": cpu}),),
+        priority=inc["priority"],
+    )
+    state.upsert_workload(incoming)
+    state.ensure_structure()
+    info = state.workloads[incoming.key]
+    cq_runtime = state.cluster_queues[case["clusterQueue"]]
+    flavor = case["flavor"]
+    result = PodSetResult(
+        name="main",
+        count=1,
+        requests={"cpu": cpu},
+        flavors={"cpu": FlavorChoice(flavor, PREEMPT)},
+        reasons=["given"],
+    )
+    targets = get_targets(
+        state, cq_runtime, info, Assignment([result], usage={(flavor, "cpu"): cpu})
+    )
+    assert {t.info.spec.name: t.reason for t in targets} == case["preempted"]

@@ -1,0 +1,187 @@
+"""Starting and stopping the demo's parts in one event loop, in dependency order."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import secrets
+import socket
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+import yaml
+from cryptography.fernet import Fernet
+
+from kubesim import ClusterSpec, RunningCluster, run_clusters
+from manager.api.app import create_app
+from manager.db.schema import migrate
+from manager.db.session import make_engine
+from manager.runtime import ManagerRuntime
+from manager.settings import ManagerSettings
+from mkq.demo.manifests import EXAMPLES, apply_file, create
+from worker_agent.agent import Agent, AgentConfig
+from worker_agent.kube_client import KubeClient
+
+CRDS = EXAMPLES.parent / "crds"
+MANAGER = "manager"
+WORKERS = ("worker-cpu", "worker-tas", "worker-gpu")
+KUEUE_NAMESPACE = "kueue-system"
+
+
+@dataclass
+class DemoSystem:
+    clusters: dict[str, RunningCluster]
+    clients: dict[str, KubeClient]
+    api_url: str
+    api_token: str
+    database_url: str
+    agents: list[Agent] = field(default_factory=list)
+
+    @property
+    def workers(self) -> list[str]:
+        return list(WORKERS)
+
+    def api(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=f"{self.api_url}/api/v1",
+            headers={"Authorization": f"Bearer {self.api_token}"},
+            timeout=30,
+        )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _cluster_specs(run_time_scale: float, kubeconfig_dir: Path) -> list[ClusterSpec]:
+    crds = sorted(CRDS.glob("*.yaml"))
+    return [
+        ClusterSpec(
+            name=name,
+            nodes=EXAMPLES / "nodes" / f"{name}.yaml",
+            crds=crds,
+            run_time_scale=run_time_scale,
+            kubeconfig_dir=kubeconfig_dir,
+        )
+        for name in (MANAGER, *WORKERS)
+    ]
+
+
+async def _serve(app: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(), name="mkq-demo-manager-api")
+    while not server.started:
+        if task.done():
+            await task  # surfaces the start-up error
+            raise RuntimeError("the manager's API server stopped while starting")
+        await asyncio.sleep(0.05)
+    return server, task
+
+
+async def _register_workers(system: DemoSystem) -> dict[str, str]:
+    """Register each worker through the REST API; returns each agent's token."""
+    tokens: dict[str, str] = {}
+    async with system.api() as api:
+        for name in WORKERS:
+            kubeconfig = yaml.safe_dump(system.clusters[name].kubeconfig)
+            response = await api.post("/clusters", json={"name": name, "kubeconfig": kubeconfig})
+            response.raise_for_status()
+            tokens[name] = response.json()["token"]
+    return tokens
+
+
+async def _publish_kubeconfigs(system: DemoSystem) -> None:
+    """The MultiKueueClusters of the manager cluster read their kubeconfigs from Secrets."""
+    client = system.clients[MANAGER]
+    await create(
+        client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
+    )
+    for name in WORKERS:
+        text = yaml.safe_dump(system.clusters[name].kubeconfig)
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": f"{name}-kubeconfig", "namespace": KUEUE_NAMESPACE},
+            "data": {"kubeconfig": base64.b64encode(text.encode()).decode()},
+        }
+        await create(client, secret)
+
+
+async def _stop_server(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
+    server.should_exit = True
+    await task
+
+
+def _manager_settings(database_url: str) -> ManagerSettings:
+    return ManagerSettings(
+        database_url=database_url,
+        api_token=secrets.token_urlsafe(24),
+        encryption_key=Fernet.generate_key().decode(),
+        kueue_namespace=KUEUE_NAMESPACE,
+        manager_cluster_seconds=0.5,
+        resync_seconds=2.0,
+        gc_seconds=2.0,
+    )
+
+
+@contextlib.asynccontextmanager
+async def start_system(
+    database_url: str | None = None, run_time_scale: float = 1.0
+) -> AsyncIterator[DemoSystem]:
+    """Everything up, in dependency order (clusters and their Kueue setup, the manager, the
+    agents), and down in reverse."""
+    async with contextlib.AsyncExitStack() as stack:
+        scratch_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mkq-demo-")))
+        database_url = database_url or f"sqlite+aiosqlite:///{scratch_dir / 'manager.db'}"
+        running = await stack.enter_async_context(
+            run_clusters(_cluster_specs(run_time_scale, scratch_dir))
+        )
+        clusters = {c.name: c for c in running}
+        clients: dict[str, KubeClient] = {}
+        for name, cluster in clusters.items():
+            clients[name] = await KubeClient.from_kubeconfig(str(cluster.kubeconfig_path))
+            stack.push_async_callback(clients[name].close)
+        for name in WORKERS:
+            await apply_file(clients[name], EXAMPLES / f"{name}-setup.yaml")
+
+        engine = make_engine(database_url)
+        try:
+            await migrate(engine)
+        finally:
+            await engine.dispose()
+        settings = _manager_settings(database_url)
+        manager_kubeconfig = clusters[MANAGER].kubeconfig
+
+        async def open_runtime() -> ManagerRuntime:
+            return await ManagerRuntime.open(settings, manager_kubeconfig=manager_kubeconfig)
+
+        port = _free_port()
+        server, server_task = await _serve(create_app(open_runtime), port)
+        stack.push_async_callback(_stop_server, server, server_task)
+        system = DemoSystem(
+            clusters, clients, f"http://127.0.0.1:{port}", settings.api_token, database_url
+        )
+        tokens = await _register_workers(system)
+        await _publish_kubeconfigs(system)
+        await apply_file(clients[MANAGER], EXAMPLES / "manager-setup.yaml")
+        for name in WORKERS:
+            config = AgentConfig(
+                cluster_name=name,
+                manager_url=system.api_url,
+                token=tokens[name],
+                report_interval=0.5,
+            )
+            agent = Agent(config, clients[name])
+            await agent.start()
+            stack.push_async_callback(agent.stop)
+            system.agents.append(agent)
+        yield system

@@ -1,0 +1,61 @@
+"""waitForPodsReady: a Job whose pods never get ready is evicted, backs off, and is requeued."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.integration.agent.conftest import (
+    EXAMPLES,
+    AdmissionLog,
+    AgentFactory,
+    apply,
+    condition,
+    load_yaml,
+    wait_until,
+    workload_of_job,
+)
+from worker_agent.kube_client import KubeClient
+from worker_agent.resources import JOBS
+
+GETTING_STARTED = EXAMPLES / "getting-started"
+
+
+async def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
+    client: KubeClient, start_agent: AgentFactory
+) -> None:
+    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    async with AdmissionLog(client) as log:
+        await start_agent(pods_ready_timeout=1.0, requeue_backoff_base=1.0)
+        job = load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
+        job["metadata"]["name"] = "stuck"
+        # No node has this label: the pods stay Pending, never ready.
+        job["spec"]["template"]["spec"]["nodeSelector"] = {"example.com/missing": "true"}
+        await apply(client, [job])
+
+        async def timed_out() -> dict[str, Any] | None:
+            workload = await workload_of_job(client, "default", "stuck")
+            evicted = condition(workload or {}, "Evicted")
+            if evicted and evicted["status"] == "True":
+                return workload
+            return None
+
+        workload = await wait_until(timed_out, "the PodsReady timeout eviction")
+        evicted = condition(workload, "Evicted")
+        assert evicted is not None and evicted["reason"] == "PodsReadyTimeout"
+        assert (
+            evicted["message"]
+            == f"Exceeded the PodsReady timeout default/{workload['metadata']['name']}"
+        )
+        assert workload["status"]["requeueState"]["count"] >= 1
+
+        async def suspended() -> bool:
+            current = await client.get(JOBS, "stuck", "default")
+            return current["spec"]["suspend"] is True
+
+        await wait_until(suspended, "the Job to be suspended")
+        key = f"default/{workload['metadata']['name']}"
+
+        async def readmitted() -> bool:
+            return log.admissions.get(key, 0) >= 2
+
+        await wait_until(readmitted, "a new admission after the backoff")
