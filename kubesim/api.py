@@ -150,12 +150,26 @@ class Api:
         return body
 
     def _custom_resource_checks(
-        self, rt: ResourceType, version: str, obj: Obj, options: WriteOptions
+        self,
+        rt: ResourceType,
+        version: str,
+        obj: Obj,
+        options: WriteOptions,
+        only_status: bool = False,
     ) -> None:
+        """Defaults, pruning and validation from the CRD schema. A status write checks only
+        the status: the rest is the stored object, already checked when it was written."""
         schema = self._schema(rt, version)
         if schema is None:
             return
-        result = schema_mod.process(schema, obj)
+        if only_status:
+            status_schema = (schema.get("properties") or {}).get("status")
+            if status_schema is None or "status" not in obj:
+                return
+            schema = {"type": "object", "properties": {"status": status_schema}}
+            result = schema_mod.process(schema, {"status": obj["status"]})
+        else:
+            result = schema_mod.process(schema, obj)
         if result.unknown and options.strict:
             fields = ", ".join(f'unknown field "{path}"' for path in result.unknown)
             raise ApiError(400, "BadRequest", f"strict decoding error: {fields}")
@@ -331,7 +345,7 @@ class Api:
         if subresource == "status":
             obj = self._status_update(obj, current)
             if rt.from_crd:
-                self._custom_resource_checks(rt, version, obj, options)
+                self._custom_resource_checks(rt, version, obj, options, only_status=True)
         else:
             self._main_update(rt, namespace, name, obj, current)
             if rt.from_crd:
@@ -381,13 +395,14 @@ class Api:
 
     @staticmethod
     def _status_update(obj: Obj, current: Obj) -> Obj:
-        """The /status endpoint: the new status on the stored everything-else."""
+        """The /status endpoint: the new status on the stored everything-else. The stored
+        parts are shared, not copied: stored objects are never mutated, and the write below
+        only replaces the (fresh) metadata dict's resourceVersion."""
         new = {k: v for k, v in current.items() if k != "status"}
         new["metadata"] = dict(current["metadata"])
         if "status" in obj:
             new["status"] = obj["status"]
-        updated: Obj = deep_copy(new)
-        return updated
+        return new
 
     @staticmethod
     def _main_update(rt: ResourceType, namespace: str, name: str, obj: Obj, current: Obj) -> None:

@@ -246,28 +246,19 @@ def _write_kubeconfig(path: Path, kubeconfig: dict[str, Any]) -> None:
     path.chmod(0o600)
 
 
-async def start_cluster(spec: ClusterSpec) -> RunningCluster:
-    """Start one cluster; call `stop()` on the result (run_clusters does it for you)."""
-    if spec.kubeconfig_scheme not in ("http", "https"):
-        raise ClusterStartError(f"cluster {spec.name}: kubeconfig_scheme must be http or https")
-    files = await asyncio.to_thread(_prepare_files, spec)
-    directory, temp_dir = files.directory, files.temp_dir
-    ssl_context, ca_data = files.ssl_context, files.ca_data
-    store = Store(history_limit=spec.watch_history)
-    api = Api(store, Registry())
+def _seed(api: Api, spec: ClusterSpec, files: _Files) -> None:
+    """What a new cluster holds before anyone connects: namespaces, the system priority
+    classes, the nodes of the profile and the CRDs to pre-install."""
     namespace_type = api.type_for("/namespaces")
     for namespace in INITIAL_NAMESPACES:
         api.create(namespace_type, "", {"metadata": {"name": namespace}})
     priority_type = api.type_for("scheduling.k8s.io/priorityclasses")
     for name, value in SYSTEM_PRIORITY_CLASSES:
+        description = "Used for system critical pods that must not be moved."
         api.create(
             priority_type,
             "",
-            {
-                "metadata": {"name": name},
-                "value": value,
-                "description": "Used for system critical pods that must not be moved.",
-            },
+            {"metadata": {"name": name}, "value": value, "description": description},
         )
     node_type = api.type_for("/nodes")
     now = api.clock()
@@ -281,8 +272,11 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
             name = (crd.get("metadata") or {}).get("name", "?")
             raise ClusterStartError(f"cluster {spec.name}: CRD {name}: {error.message}") from error
 
-    token = spec.token or secrets.token_urlsafe(24)
-    server = ApiServer(api, frozenset({token}), spec.bookmark_interval)
+
+async def _listen(
+    server: ApiServer, spec: ClusterSpec, ssl_context: ssl.SSLContext
+) -> tuple[web.AppRunner, str, str]:
+    """Plain HTTP on spec.port and HTTPS on a free port, both on 127.0.0.1."""
     runner = web.AppRunner(server.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
     plain = web.TCPSite(runner, "127.0.0.1", spec.port, backlog=1024)
@@ -297,13 +291,10 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
         ) from error
     url = f"http://127.0.0.1:{runner.addresses[0][1]}"
     https_url = f"https://127.0.0.1:{runner.addresses[1][1]}"
-    if spec.kubeconfig_scheme == "https":
-        kubeconfig = kubeconfig_for(spec.name, https_url, token, ca_data)
-    else:
-        kubeconfig = kubeconfig_for(spec.name, url, token)
-    kubeconfig_path = directory / f"{spec.name}.kubeconfig"
-    await asyncio.to_thread(_write_kubeconfig, kubeconfig_path, kubeconfig)
+    return runner, url, https_url
 
+
+def _start_controllers(api: Api, spec: ClusterSpec) -> list[asyncio.Task[None]]:
     recorder = EventRecorder(api, enabled=spec.events)
     controllers: list[Controller] = [
         GarbageCollector(api),
@@ -312,10 +303,34 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
         Kubelet(api, spec.run_time_scale, recorder),
         JobController(api, recorder),
     ]
-    tasks = [
+    return [
         asyncio.create_task(controller.run(), name=f"kubesim-{spec.name}-{controller.name}")
         for controller in controllers
     ]
+
+
+async def start_cluster(spec: ClusterSpec) -> RunningCluster:
+    """Start one cluster; call `stop()` on the result (run_clusters does it for you)."""
+    if spec.kubeconfig_scheme not in ("http", "https"):
+        raise ClusterStartError(f"cluster {spec.name}: kubeconfig_scheme must be http or https")
+    files = await asyncio.to_thread(_prepare_files, spec)
+    api = Api(Store(history_limit=spec.watch_history), Registry())
+    token = spec.token or secrets.token_urlsafe(24)
+    try:
+        _seed(api, spec, files)
+        runner, url, https_url = await _listen(
+            ApiServer(api, frozenset({token}), spec.bookmark_interval), spec, files.ssl_context
+        )
+    except ClusterStartError:
+        if files.temp_dir is not None:
+            await asyncio.to_thread(shutil.rmtree, files.temp_dir, True)
+        raise
+    if spec.kubeconfig_scheme == "https":
+        kubeconfig = kubeconfig_for(spec.name, https_url, token, files.ca_data)
+    else:
+        kubeconfig = kubeconfig_for(spec.name, url, token)
+    kubeconfig_path = files.directory / f"{spec.name}.kubeconfig"
+    await asyncio.to_thread(_write_kubeconfig, kubeconfig_path, kubeconfig)
     return RunningCluster(
         name=spec.name,
         url=url,
@@ -326,8 +341,8 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
         api=api,
         spec=spec,
         _runner=runner,
-        _tasks=tasks,
-        _temp_dir=temp_dir,
+        _tasks=_start_controllers(api, spec),
+        _temp_dir=files.temp_dir,
     )
 
 

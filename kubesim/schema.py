@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .jsoncodec import deep_copy
@@ -186,10 +187,29 @@ def _validate_string(schema: Schema, value: str, path: str, errors: list[tuple[s
             )
         )
     pattern = schema.get("pattern")
-    if pattern and re.search(pattern, value) is None:
+    compiled = _compile(pattern) if pattern else None
+    if compiled is not None and compiled.search(value) is None:
         errors.append(
             (path, f"Invalid value: {_show(value)}: {path} in body should match '{pattern}'")
         )
+
+
+_INLINE_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+
+
+@lru_cache(maxsize=1024)
+def _compile(pattern: str) -> re.Pattern[str] | None:
+    """A CRD pattern (RE2 syntax) as a Python regex. RE2 allows inline flags anywhere, Python
+    only at the start, so they are moved there; a pattern Python cannot express is skipped."""
+    try:
+        return re.compile(pattern)
+    except re.error:
+        pass
+    flags = "".join(sorted(set("".join(_INLINE_FLAGS.findall(pattern)))))
+    try:
+        return re.compile(f"(?{flags})" + _INLINE_FLAGS.sub("", pattern))
+    except re.error:
+        return None
 
 
 def _validate_number(

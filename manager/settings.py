@@ -34,9 +34,9 @@ class ManagerSettings(BaseSettings):
     lost_check_seconds: float = Field(default=5.0, gt=0)
     reconcile_workers: int = Field(default=16, ge=1)
     # The manager cluster (mkq manager serve --kubeconfig): where MultiKueueCluster Secrets live,
-    # and how often it is re-read.
+    # and the period of a full pass besides the one after each change.
     kueue_namespace: str = "kueue-system"
-    manager_cluster_seconds: float = Field(default=2.0, gt=0)
+    manager_cluster_seconds: float = Field(default=30.0, gt=0)
 
     @field_validator("database_url")
     @classmethod

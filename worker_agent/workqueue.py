@@ -35,8 +35,8 @@ class WorkQueue:
 
     @property
     def idle(self) -> bool:
-        """Nothing queued, nothing being processed and nothing scheduled."""
-        return not self._queue and not self._processing and not self._timers
+        """Nothing queued and nothing being processed (keys due later do not count)."""
+        return not self._queue and not self._processing
 
     def add(self, key: str) -> None:
         if self._shutdown or key in self._dirty:

@@ -222,15 +222,9 @@ async def run_mode(
             "MKQ_GC_SECONDS": "10",
         }
         async with contextlib.AsyncExitStack() as stack:
-            profile = os.environ.get("MKQ_BENCH_PROFILE_MANAGER")
-            launcher = (
-                [sys.executable, "-m", "cProfile", "-o", f"{profile}.{mode}", profile]
-                if profile
-                else [MKQ]
-            )
             await stack.enter_async_context(
                 _process(
-                    *launcher,
+                    MKQ,
                     "manager",
                     "serve",
                     "--database-url",

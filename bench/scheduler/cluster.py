@@ -236,6 +236,8 @@ class ClusterRun:
         self._finished: set[str] = set()
         self._admitted: set[str] = set()
         self._tokens: dict[str, int] = defaultdict(int)
+        # workloads seen without an admission since their last admission ended
+        self._released: set[str] = set()
         self._generation_done = asyncio.Event()
         self._all_finished = asyncio.Event()
         self._cq_latest: dict[str, CQEvent] = {}
@@ -484,8 +486,13 @@ class ClusterRun:
             # the workload waits again; the agent releases the quota of an evicted bare
             # Workload itself (Kueue's runner has to, as Kueue's controllers do not)
             self._finishing.discard(key)
+            self._released.discard(key)
             self.stats.evictions += 1
-        if admitted and not evicted and key not in self._finishing:
+        if not admitted:
+            self._released.add(key)
+        if admitted and key in self._released:
+            # a new admission: the first one, or one after the evicted one was released
+            self._released.discard(key)
             self._finishing.add(key)
             self._tokens[key] += 1
             self.stats.admissions += 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,7 +28,12 @@ from manager.db.session import SessionFactory
 from manager.db.tables import AttemptRow, ClusterRow, WorkloadRow
 from manager.dispatch.eviction import take_back
 from manager.dispatch.nomination import Candidate, DispatchConfig, WorkloadDemand, nominate
-from manager.dispatch.remote_state import earliest_admitted, job_state, workload_copy_state
+from manager.dispatch.remote_state import (
+    CopyState,
+    earliest_admitted,
+    job_state,
+    workload_copy_state,
+)
 from manager.dispatch.timing import Clock, is_lost
 from manager.dispatch.workqueue import WorkQueue
 from manager.jobs import job_copy, workload_copy
@@ -75,6 +80,12 @@ def _signature(kind: str, obj: dict[str, Any] | None) -> tuple[object, ...] | No
     return (job.finished, job.started, (obj.get("metadata") or {}).get("uid"))
 
 
+def _report_stands(seen: CopyState | None) -> bool:
+    """An agent's report may be ahead of the watch; a copy the watch already shows evicted or
+    finished overrules it."""
+    return seen is None or (seen.evicted_reason is None and seen.finished is None)
+
+
 @dataclass
 class _Capacity:
     at: datetime
@@ -110,6 +121,15 @@ class Dispatcher:
         # What the reconcile last could have seen of each remote object (see object_changed).
         self._signatures: dict[tuple[str, str, Key], tuple[object, ...] | None] = {}
         self.started = False
+        self._change_listeners: list[Callable[[], None]] = []
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        """Call `callback` after the dispatcher commits a change of some workload's state."""
+        self._change_listeners.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._change_listeners:
+            callback()
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -372,6 +392,7 @@ class Dispatcher:
                 attempt.removed_at = now
             fresh.cleanup_pending = False
         self._unindex(row)
+        self._changed()
 
     async def _follow_winner(self, row: WorkloadRow) -> None:
         assert row.cluster is not None
@@ -471,6 +492,7 @@ class Dispatcher:
                 append_event(
                     session, at=now, kind=kind, message=message, workload_id=row.id, cluster=cluster
                 )
+        self._changed()
 
     async def _finish(
         self, row: WorkloadRow, result: str, message: str | None, job_obj: dict[str, Any] | None
@@ -502,6 +524,7 @@ class Dispatcher:
                 cluster=fresh.cluster,
             )
         self._metrics.finished.labels(cluster_queue=row.queue, result=result).inc()
+        self._changed()
         self._queue.add(row.id)  # to remove the remote objects
 
     async def _requeue(self, row: WorkloadRow, reason: str, message: str) -> None:
@@ -534,6 +557,7 @@ class Dispatcher:
                     now=now,
                 ):
                     self._metrics.evicted.labels(cluster_queue=row.queue, reason=reason).inc()
+        self._changed()
 
     async def _dispatch(self, row: WorkloadRow) -> None:
         ready = self.ready_connections()
@@ -546,7 +570,7 @@ class Dispatcher:
             seen = workload_copy_state(obj) if obj is not None else None
             if seen is not None and seen.admitted and seen.finished is None:
                 admissions.append((cluster, seen.admitted_at))
-            elif attempt.admitted_at is not None and conn is not None:
+            elif attempt.admitted_at is not None and conn is not None and _report_stands(seen):
                 admissions.append((cluster, attempt.admitted_at))
         winner = earliest_admitted(admissions)
         if winner is not None:
@@ -661,6 +685,7 @@ class Dispatcher:
                     workload_id=row.id,
                     cluster=cluster,
                 )
+        self._changed()
         if won:
             self._metrics.admitted.labels(cluster_queue=row.queue, cluster=cluster).inc()
             self._metrics.wait_time.labels(cluster_queue=row.queue).observe(

@@ -121,7 +121,14 @@ async def apply_report(
         outcome.finished.append((row.queue, finish.state))
     for eviction in report.evictions:
         row = rows.get(eviction.namespace, eviction.name)
-        if row is None or row.cluster != cluster:
+        if row is None:
+            continue
+        if row.cluster != cluster:
+            # Not the winner: forget a reported admission so it cannot win on stale news.
+            for attempt in row.attempts:
+                if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:
+                    attempt.admitted_at = None
+            outcome.touched.add(row.id)
             continue
         if take_back(
             session,

@@ -34,6 +34,9 @@ Key = tuple[str, str]  # (namespace, name)
 WORKLOADS = "workloads"
 JOBS = "jobs"
 LOCAL_QUEUES = "localqueues"
+# Last states of deleted objects kept per kind; the manager reads one within seconds of the
+# deletion, so this bounds memory without losing what it needs.
+TOMBSTONES_KEPT = 20_000
 
 
 class ConnectionListener(Protocol):
@@ -82,6 +85,7 @@ class ClusterConnection:
         listener: ConnectionListener,
         settings: ConnectionSettings,
         count_write: Callable[[str, str], None] = lambda cluster, verb: None,
+        selectors: dict[str, str | None] | None = None,
     ) -> None:
         self.name = name
         self.origin = origin
@@ -96,11 +100,18 @@ class ClusterConnection:
         self.reason: str | None = None
         self.message: str | None = None
         self.ready = False
-        self.caches: dict[str, dict[Key, dict[str, Any]]] = {
-            WORKLOADS: {},
-            JOBS: {},
-            LOCAL_QUEUES: {},
-        }
+        # Kind (a Kueue plural, or "jobs") -> label selector. Workers: our copies and their
+        # LocalQueues; the manager cluster passes its own set.
+        self.selectors: dict[str, str | None] = (
+            selectors
+            if selectors is not None
+            else {
+                LOCAL_QUEUES: None,
+                WORKLOADS: f"{ORIGIN_LABEL}={origin}",
+                JOBS: f"{ORIGIN_LABEL}={origin}",
+            }
+        )
+        self.caches: dict[str, dict[Key, dict[str, Any]]] = {kind: {} for kind in self.selectors}
         # Last state of objects seen deleted (a Job removed by TTL still tells how it ended).
         self.tombstones: dict[str, dict[Key, dict[str, Any]]] = {WORKLOADS: {}, JOBS: {}}
         self.failures = 0
@@ -177,7 +188,7 @@ class ClusterConnection:
     # ---- list / watch ----------------------------------------------------------------------
 
     def _selector(self, kind: str) -> str | None:
-        return None if kind == LOCAL_QUEUES else f"{ORIGIN_LABEL}={self.origin}"
+        return self.selectors[kind]
 
     async def _list_call(self, kind: str, **params: Any) -> Any:
         assert self._api is not None
@@ -223,7 +234,7 @@ class ClusterConnection:
 
     async def _list_all(self) -> dict[str, str]:
         versions = {}
-        for kind in (LOCAL_QUEUES, WORKLOADS, JOBS):
+        for kind in self.selectors:
             versions[kind] = await self._list(kind)
         return versions
 
@@ -299,7 +310,11 @@ class ClusterConnection:
 
     def _tombstone(self, kind: str, key: Key, obj: dict[str, Any]) -> None:
         if kind in self.tombstones:
-            self.tombstones[kind][key] = obj
+            graves = self.tombstones[kind]
+            graves.pop(key, None)
+            graves[key] = obj
+            while len(graves) > TOMBSTONES_KEPT:  # oldest first: dicts keep insertion order
+                graves.pop(next(iter(graves)))
 
     # ---- writes (rate limited, idempotent) -------------------------------------------------
 
@@ -368,6 +383,11 @@ class ClusterConnection:
         except ApiException as error:
             if error.status != 404:
                 raise
+
+    @property
+    def api_client(self) -> client.ApiClient | None:
+        """The connection's client, for callers that write other objects (None when down)."""
+        return self._api
 
     async def read_custom(
         self, plural: str, name: str, namespace: str | None = None

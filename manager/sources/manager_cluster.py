@@ -6,8 +6,9 @@ MultiKueueConfig lists the MultiKueueClusters, whose kubeconfigs (a Secret in th
 namespace, key `kubeconfig`, or a file path) define the workers. The manager Job stays suspended
 (spec.managedBy: kueue.x-k8s.io/multikueue) and receives its worker's Job status.
 
-This loop re-reads the manager cluster every `interval` seconds (a level-based relist; the
-objects involved are few, and each pass converges from whatever state it finds).
+The manager cluster is list/watched through the same connection code as the workers (own
+relist on 410, backoff); any change wakes one level-based pass over the cached objects, which
+converges from whatever state it finds.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from typing import Any
 import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-from kubernetes_asyncio.config import load_kube_config_from_dict
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import load_only
 
 from manager import states
 from manager.db import clusters as cluster_queries
@@ -44,6 +45,7 @@ from manager.jobs import (
     parse_job,
     workload_name,
 )
+from manager.remote.connection import JOBS, ClusterConnection, Key, Unreachable
 from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 from manager.runtime import ManagerRuntime
 
@@ -52,6 +54,13 @@ log = logging.getLogger(__name__)
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 SOURCE = "manager-cluster"
 CLUSTER_SOURCE = "multikueue"
+WATCHED_KINDS = (
+    "admissionchecks",
+    "clusterqueues",
+    "localqueues",
+    "multikueueconfigs",
+    "multikueueclusters",
+)
 
 
 @dataclass
@@ -70,22 +79,28 @@ class ManagerClusterSource:
         kubeconfig: dict[str, Any],
         *,
         kueue_namespace: str = "kueue-system",
-        interval: float = 2.0,
+        interval: float = 30.0,
     ) -> None:
         self._runtime = runtime
-        self._kubeconfig = kubeconfig
         self._namespace = kueue_namespace
         self._interval = interval
-        self._api: client.ApiClient | None = None
+        self._connection = ClusterConnection(
+            "manager-cluster",
+            kubeconfig,
+            origin=runtime.settings.origin,
+            listener=self,
+            settings=runtime.settings.connection_settings(),
+            selectors={**{kind: None for kind in WATCHED_KINDS}, JOBS: QUEUE_LABEL},
+        )
+        self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._synced_status: dict[tuple[str, str], str] = {}
         self._kubeconfig_digest: dict[str, str] = {}
         self.passes = 0
 
     async def start(self) -> None:
-        configuration = client.Configuration()
-        await load_kube_config_from_dict(self._kubeconfig, client_configuration=configuration)
-        self._api = client.ApiClient(configuration=configuration)
+        self._runtime.dispatcher.on_change(self._wake.set)  # worker status to copy back
+        self._connection.start()
         self._task = asyncio.create_task(self._run(), name="manager-cluster-source")
 
     async def stop(self) -> None:
@@ -93,40 +108,65 @@ class ManagerClusterSource:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._api is not None:
-            await self._api.close()
+        await self._connection.stop()
+
+    # ---- what the watch says (ConnectionListener) -----------------------------------------
+
+    async def cluster_connected(self, connection: ClusterConnection) -> None:
+        self._wake.set()
+
+    async def cluster_unhealthy(
+        self, connection: ClusterConnection, state: str, reason: str, message: str
+    ) -> None:
+        log.warning("manager cluster %s: %s: %s", state, reason, message)
+
+    def object_changed(self, connection: ClusterConnection, kind: str, key: Key) -> None:
+        self._wake.set()
 
     async def _run(self) -> None:
+        """A pass after every burst of changes (and every `interval` to be safe)."""
         while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._interval)
+            await asyncio.sleep(0.2)  # let a burst of events land in the cache first
+            self._wake.clear()
+            if not self._connection.ready:
+                continue
             try:
                 await self.sync_once()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("manager cluster pass failed")
-            await asyncio.sleep(self._interval)
+                self._wake.set()
+                await asyncio.sleep(1.0)
 
     # ---- one pass --------------------------------------------------------------------------
 
+    @property
+    def _api(self) -> client.ApiClient:
+        api = self._connection.api_client
+        if api is None:
+            raise Unreachable("NotConnected", "the manager cluster is not connected")
+        return api
+
     async def sync_once(self) -> None:
-        topology = await self._read_topology()
+        topology = self._read_topology()
         await self._sync_workers(topology)
         await self._sync_jobs(topology)
         self.passes += 1
 
-    async def _list(self, plural: str) -> list[dict[str, Any]]:
-        custom = client.CustomObjectsApi(self._api)
-        result = await custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural)
-        return list(result.get("items") or [])
+    def _list(self, kind: str) -> list[dict[str, Any]]:
+        return list(self._connection.caches[kind].values())
 
-    async def _read_topology(self) -> _Topology:
+    def _read_topology(self) -> _Topology:
         checks = {
             ac["metadata"]["name"]: ((ac.get("spec") or {}).get("parameters") or {}).get("name")
-            for ac in await self._list("admissionchecks")
+            for ac in self._list("admissionchecks")
             if (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER
         }
         cq_config: dict[str, str] = {}
-        for cq in await self._list("clusterqueues"):
+        for cq in self._list("clusterqueues"):
             strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
             names = [c.get("name") for c in strategy.get("admissionChecks") or []]
             names += list((cq.get("spec") or {}).get("admissionChecks") or [])
@@ -134,19 +174,19 @@ class ManagerClusterSource:
                 if checks.get(name):
                     cq_config[cq["metadata"]["name"]] = str(checks[name])
         topology = _Topology()
-        for lq in await self._list("localqueues"):
+        for lq in self._list("localqueues"):
             target = (lq.get("spec") or {}).get("clusterQueue")
             if target in cq_config:
                 meta = lq["metadata"]
                 topology.queue_to_config[(meta["namespace"], meta["name"])] = cq_config[target]
         used = set(cq_config.values())
-        for config in await self._list("multikueueconfigs"):
+        for config in self._list("multikueueconfigs"):
             if config["metadata"]["name"] in used:
                 topology.configs[config["metadata"]["name"]] = list(
                     (config.get("spec") or {}).get("clusters") or []
                 )
         wanted = {name for names in topology.configs.values() for name in names}
-        for cluster in await self._list("multikueueclusters"):
+        for cluster in self._list("multikueueclusters"):
             if cluster["metadata"]["name"] in wanted:
                 topology.clusters[cluster["metadata"]["name"]] = cluster
         return topology
@@ -275,11 +315,7 @@ class ManagerClusterSource:
     # ---- jobs ---------------------------------------------------------------------------------
 
     async def _sync_jobs(self, topology: _Topology) -> None:
-        batch = client.BatchV1Api(self._api)
-        listed = await batch.list_job_for_all_namespaces(
-            label_selector=QUEUE_LABEL, _preload_content=False
-        )
-        jobs = json.loads(await listed.read()).get("items") or []  # type: ignore[attr-defined]
+        jobs = self._list(JOBS)
         present: dict[tuple[str, str], dict[str, Any]] = {}
         for job in jobs:
             meta = job["metadata"]
@@ -290,7 +326,21 @@ class ManagerClusterSource:
         async with self._runtime.sessions() as session:
             rows = list(
                 (
-                    await session.execute(select(WorkloadRow).where(WorkloadRow.source == SOURCE))
+                    await session.execute(
+                        select(WorkloadRow)
+                        .options(
+                            load_only(
+                                WorkloadRow.id,
+                                WorkloadRow.namespace,
+                                WorkloadRow.name,
+                                WorkloadRow.uid,
+                                WorkloadRow.state,
+                                WorkloadRow.cancel_requested,
+                                WorkloadRow.remote_status,
+                            )
+                        )
+                        .where(WorkloadRow.source == SOURCE)
+                    )
                 ).scalars()
             )
         known = {(r.namespace, r.name): r for r in rows}

@@ -86,9 +86,16 @@ def run(
     except _BadKubeconfig as error:
         console.print(f"[red]error:[/red] --kubeconfig {kubeconfig}: {error}")
         sys.exit(2)
+    except _BadMetricsPort as error:
+        console.print(f"[red]error:[/red] {error}")
+        sys.exit(2)
 
 
 class _BadKubeconfig(Exception):
+    pass
+
+
+class _BadMetricsPort(Exception):
     pass
 
 
@@ -107,7 +114,12 @@ async def _run(kubeconfig: str, context: str | None, config: AgentConfig, consol
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     agent_ = Agent(config, client)
-    await agent_.start()
+    try:
+        await agent_.start()
+    except OSError as error:
+        await agent_.stop()
+        await client.close()
+        raise _BadMetricsPort(f"--metrics-port {config.metrics_port}: {error.strerror}") from None
     try:
         with Live(_status(agent_), console=console, refresh_per_second=2, transient=True) as live:
             while not stop.is_set():

@@ -11,6 +11,7 @@ import json
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +29,44 @@ from bench.scheduler.generator import GeneratorError
 from bench.scheduler.simulation import ProgressCallback, SimulationError
 
 
-def _dispatch_command() -> click.Command | None:
+def _import(name: str) -> Any:
     try:
-        module = importlib.import_module("bench.dispatch")
+        return importlib.import_module(name)
     except ModuleNotFoundError as error:
-        if error.name not in ("bench.dispatch", "bench"):
+        if error.name is None or not name.startswith(error.name):
             raise
         return None
-    command = getattr(module, "dispatch", None)
-    return command if isinstance(command, click.Command) else None
+
+
+def _dispatch_command() -> click.Command | None:
+    """The manager's benchmark: a click command `bench.dispatch.dispatch`, or the argparse
+    `main()` of `bench.dispatch.run`, which gets the arguments as its sys.argv."""
+    module = _import("bench.dispatch")
+    command = getattr(module, "dispatch", None) if module is not None else None
+    if isinstance(command, click.Command):
+        return command
+    runner = _import("bench.dispatch.run") if module is not None else None
+    main = getattr(runner, "main", None) if runner is not None else None
+    return _passthrough(main) if callable(main) else None
+
+
+def _passthrough(main: Callable[[], None]) -> click.Command:
+    @click.command(
+        name="dispatch",
+        help="The manager's dispatch benchmark (bench/dispatch); --help lists its options.",
+        add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+    @click.pass_context
+    def dispatch(ctx: click.Context) -> None:
+        saved = sys.argv
+        sys.argv = ["mkq bench dispatch", *ctx.args]
+        try:
+            main()
+        finally:
+            sys.argv = saved
+
+    return dispatch
 
 
 def _dispatch_unavailable() -> click.Command:

@@ -123,4 +123,17 @@ def serve(database_url: str, kubeconfig: str | None, listen: str) -> None:
 
     app = create_app(lambda: ManagerRuntime.open(settings, None, manager_kubeconfig))
     console.print(f"manager listening on http://{host}:{port} (OpenAPI at /openapi.json)")
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    profile_out = os.environ.get("MKQ_PROFILE_OUT")
+    if not profile_out:
+        uvicorn.run(app, host=host, port=port, log_level="info")
+        return
+    # For benchmarks: profile the whole run and write pstats to MKQ_PROFILE_OUT on shutdown.
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info")
+    finally:
+        profiler.disable()
+        profiler.dump_stats(profile_out)

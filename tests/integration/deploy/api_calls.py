@@ -400,10 +400,12 @@ def generic_api_calls(package: str) -> GenericCalls:
             if values is None and ast.unparse(node.args[0]) == "self.rt":
                 # A JobController acts on its integration's type (Job, JobSet...).
                 values = set(integration_types)
-            types = [v for v in values or () if isinstance(v, ResourceType)]
-            if values is None or not types:
+            if values is None:
                 unresolved.append(where)
                 continue
+            types = [v for v in values if isinstance(v, ResourceType)]
+            if not types:
+                continue  # some other client (the reports' HTTP session...), not Kubernetes
             subresources = _subresources(resolver, module, node, method)
             for rt in types:
                 if method == "update":  # ObjectWriter.update: read the object, replace it
@@ -450,6 +452,12 @@ def informer_calls() -> list[ApiCall]:
 # ---- recorded requests -----------------------------------------------------------------------
 
 
+def _true(value: str | None) -> bool:
+    """A query flag as the API server parses it (Go's strconv.ParseBool): kubernetes-asyncio
+    sends `watch=True`, kubectl `watch=true`."""
+    return value in ("1", "t", "T", "true", "TRUE", "True")
+
+
 def request_call(method: str, path: str, query: dict[str, str]) -> ApiCall | None:
     """The permission one HTTP request to the API server needs; None for discovery paths."""
     parts = [p for p in path.split("?")[0].split("/") if p]
@@ -463,7 +471,7 @@ def request_call(method: str, path: str, query: dict[str, str]) -> ApiCall | Non
         rest = rest[2:]
     is_object = len(rest) >= 2
     verb = {
-        "GET": "get" if is_object else ("watch" if query.get("watch") == "true" else "list"),
+        "GET": "get" if is_object else ("watch" if _true(query.get("watch")) else "list"),
         "POST": "create",
         "PUT": "update",
         "PATCH": "patch",

@@ -119,6 +119,11 @@ def _container(
     for field in ("name", "image"):
         if not container.get(field):
             problems.append(f"{where}: {field} is required")
+    if str(container.get("image", "")).endswith(":latest") and (
+        container.get("imagePullPolicy") != "IfNotPresent"
+    ):
+        # `:latest` defaults to Always, which fails for an image loaded into kind by hand.
+        problems.append(f"{where}: a :latest image needs imagePullPolicy: IfNotPresent")
     env: dict[str, Document] = {e["name"]: e for e in container.get("env") or []}
     for name, entry in env.items():
         ref = (entry.get("valueFrom") or {}).get("secretKeyRef")

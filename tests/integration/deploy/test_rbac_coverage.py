@@ -1,6 +1,9 @@
 """The RBAC in deploy/ covers every Kubernetes API call the manager and the agent make, and the
 agent and the manager's worker-side identity get nothing their code does not use.
 
+Two ways to find the calls: reading the code (api_calls.py), and running it against kubesim
+behind an auditing proxy that notes each request's permission (audit_proxy.py).
+
 Which identity makes which calls:
 - the agent (ServiceAccount mkq-agent in a worker cluster): everything under worker_agent/;
 - the manager in a worker cluster (mkq-manager-access): the calls of manager/remote/, made
@@ -12,11 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Iterable
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 from kubesim import ClusterSpec, run_clusters
+from manager.jobs import job_copy, workload_copy, workload_name
+from manager.remote.connection import ClusterConnection, ConnectionSettings
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import (
@@ -35,80 +41,20 @@ from .api_calls import (
     informer_calls,
     request_call,
     typed_api_calls,
+    verbs_of,
 )
+from .audit_proxy import AuditProxy
 from .conftest import OVERLAYS, documents, kubectl_binary, kueue_crd_files, run
 from .manifest_checks import Rendering
+from .rbac_rules import rules_of, uncovered, unused
 
 WORKER_SIDE = "manager/remote/"
-
-
-@dataclass(frozen=True)
-class Rule:
-    api_groups: frozenset[str]
-    resources: frozenset[str]
-    verbs: frozenset[str]
-    namespace: str | None  # a Role's namespace; None for a ClusterRole
-
-    def allows(self, call: ApiCall) -> bool:
-        if self.namespace is not None and call.namespace not in (None, self.namespace):
-            return False
-        return (
-            (call.group in self.api_groups or "*" in self.api_groups)
-            and (call.resource in self.resources or "*" in self.resources)
-            and (call.verb in self.verbs or "*" in self.verbs)
-        )
 
 
 async def _rendering(overlay: str) -> Rendering:
     result = await run([kubectl_binary(), "kustomize", str(OVERLAYS / overlay)])
     assert result.code == 0, result.err
     return Rendering(documents(result.out))
-
-
-def rules_of(rendering: Rendering, account: str) -> list[Rule]:
-    """Every rule bound to ServiceAccount `account` by the rendering's bindings."""
-    rules: list[Rule] = []
-    for binding in [*rendering.of_kind("ClusterRoleBinding"), *rendering.of_kind("RoleBinding")]:
-        subjects = binding.get("subjects") or []
-        if not any(s.get("kind") == "ServiceAccount" and s["name"] == account for s in subjects):
-            continue
-        namespace = binding["metadata"].get("namespace")
-        ref = binding["roleRef"]
-        role = rendering.find(
-            ref["kind"], ref["name"], namespace if ref["kind"] == "Role" else None
-        )
-        assert role is not None, f"{binding['metadata']['name']}: no {ref['kind']} {ref['name']}"
-        for rule in role.get("rules") or []:
-            rules.append(
-                Rule(
-                    frozenset(rule["apiGroups"]),
-                    frozenset(rule["resources"]),
-                    frozenset(rule["verbs"]),
-                    namespace,
-                )
-            )
-    assert rules, f"no rules are bound to ServiceAccount {account}"
-    return rules
-
-
-def uncovered(rules: list[Rule], calls: Iterable[ApiCall]) -> list[str]:
-    """Calls no rule permits: each needs a rule in the role file the test names."""
-    return sorted({str(c) for c in calls if not any(rule.allows(c) for rule in rules)})
-
-
-def unused(rules: list[Rule], calls: Iterable[ApiCall]) -> list[str]:
-    """Permissions a rule grants that no call needs: drop them (least privilege)."""
-    needed = {c.permission for c in calls}
-    granted = {
-        (group, resource, verb)
-        for rule in rules
-        for group in rule.api_groups
-        for resource in rule.resources
-        for verb in rule.verbs
-    }
-    return sorted(
-        f"{verb} {resource} ({group or 'core'})" for group, resource, verb in granted - needed
-    )
 
 
 def _agent_static_calls() -> list[ApiCall]:
@@ -134,6 +80,34 @@ def test_the_scans_see_the_calls_the_code_makes() -> None:
     assert ("coordination.k8s.io", "leases", "update") in agent
     assert ("", "nodes", "watch") in agent
     assert ("batch", "jobs", "update") in agent
+
+
+def test_requests_and_method_names_map_to_the_permissions_rbac_checks() -> None:
+    def permission(method: str, path: str, **query: str) -> tuple[str, str, str] | None:
+        call = request_call(method, path, query)
+        return None if call is None else call.permission
+
+    kueue = "/apis/kueue.x-k8s.io/v1beta2"
+    assert permission("GET", "/api/v1/namespaces/team-a") == ("", "namespaces", "get")
+    assert permission("GET", "/api/v1/nodes", watch="True") == ("", "nodes", "watch")
+    assert permission("GET", "/apis/batch/v1/jobs") == ("batch", "jobs", "list")
+    assert permission("PUT", f"{kueue}/clusterqueues/cq/status") == (
+        "kueue.x-k8s.io",
+        "clusterqueues/status",
+        "update",
+    )
+    assert permission("GET", "/api/v1/namespaces/a/pods/p/log") == ("", "pods/log", "get")
+    assert permission("DELETE", f"{kueue}/namespaces/a/workloads") == (
+        "kueue.x-k8s.io",
+        "workloads",
+        "deletecollection",
+    )
+    assert permission("GET", "/apis") is None and permission("GET", "/version") is None
+    assert verbs_of("list_namespaced_pod") == ("list", "watch")
+    assert verbs_of("replace_namespaced_job_status") == ("update",)
+    assert verbs_of("delete_collection_namespaced_job") == ("deletecollection",)
+    assert verbs_of("read_namespaced_pod_log") == ("get",)
+    assert verbs_of("api_client") == ()
 
 
 # ---- static coverage -------------------------------------------------------------------------
@@ -242,22 +216,6 @@ def _job(name: str, cpu: str) -> dict[str, Any]:
     }
 
 
-class RecordingClient(KubeClient):
-    """The agent's own client, noting the permission each request it sends needs."""
-
-    def __init__(self, inner: KubeClient) -> None:
-        super().__init__(inner._api)
-        self.calls: list[ApiCall] = []
-
-    async def _open(
-        self, method: str, path: str, query: dict[str, str] | None = None, *args: Any, **kwargs: Any
-    ) -> Any:  # type: ignore[override]
-        call = request_call(method, path, query or {})
-        if call is not None:
-            self.calls.append(call)
-        return await super()._open(method, path, query, *args, **kwargs)
-
-
 _TYPES: dict[str, ResourceType] = {
     rt.kind: rt for rt in (NAMESPACES, RESOURCE_FLAVORS, CLUSTER_QUEUES, LOCAL_QUEUES, JOBS)
 }
@@ -273,13 +231,14 @@ async def _wait(check: Any, what: str, seconds: float = 30.0) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def test_an_agent_run_sends_only_requests_its_role_permits() -> None:
+async def test_an_agent_run_sends_only_requests_its_role_permits(tmp_path: Path) -> None:
     rendering = await _rendering("worker-cluster")
     rules = rules_of(rendering, "mkq-agent")
     spec = ClusterSpec(name="worker-1", crds=kueue_crd_files())
-    async with run_clusters([spec]) as (cluster,):
+    async with run_clusters([spec]) as (cluster,), AuditProxy(cluster) as proxy:
+        (tmp_path / "agent.kubeconfig").write_text(yaml.safe_dump(proxy.kubeconfig))
         admin = await KubeClient.from_kubeconfig(str(cluster.kubeconfig_path))
-        recorder = RecordingClient(await KubeClient.from_kubeconfig(str(cluster.kubeconfig_path)))
+        audited = await KubeClient.from_kubeconfig(str(tmp_path / "agent.kubeconfig"))
         try:
             for doc in SETUP:
                 await admin.create(_TYPES[doc["kind"]], copy.deepcopy(doc))
@@ -291,7 +250,7 @@ async def test_an_agent_run_sends_only_requests_its_role_permits() -> None:
                     renew_deadline=1.5,
                     retry_period=0.2,
                 ),
-                recorder,
+                audited,
             )
             await agent.start()
             try:
@@ -320,9 +279,81 @@ async def test_an_agent_run_sends_only_requests_its_role_permits() -> None:
                 await agent.stop()
         finally:
             await admin.close()
-            await recorder.close()
+            await audited.close()
 
-    seen = {c.permission for c in recorder.calls}
+    seen = {c.permission for c in proxy.calls}
     assert ("kueue.x-k8s.io", "workloads/status", "update") in seen, "the agent admitted nothing"
     assert ("coordination.k8s.io", "leases", "create") in seen
-    assert uncovered(rules, recorder.calls) == [], "add rules to deploy/base/agent/rbac.yaml"
+    assert uncovered(rules, proxy.calls) == [], "add rules to deploy/base/agent/rbac.yaml"
+
+
+class _Listener:
+    """What the manager's dispatcher would hear; here only failures matter."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    async def cluster_connected(self, connection: ClusterConnection) -> None:
+        return None
+
+    async def cluster_unhealthy(
+        self, connection: ClusterConnection, state: str, reason: str, message: str
+    ) -> None:
+        self.problems.append(f"{state} {reason}: {message}")
+
+    def object_changed(
+        self, connection: ClusterConnection, kind: str, key: tuple[str, str]
+    ) -> None:
+        return None
+
+
+async def test_the_managers_work_in_a_worker_needs_only_the_manager_access_role() -> None:
+    """Mirror a Job and its Workload into a worker, read its queue, priority and logs, and
+    remove the copies, through the manager's own connection code."""
+    rules = rules_of(await _rendering("worker-cluster"), "mkq-manager-access")
+    manifest = _job("mirrored", "1")
+    spec = ClusterSpec(name="worker-1", crds=kueue_crd_files())
+    async with run_clusters([spec]) as (cluster,), AuditProxy(cluster) as proxy:
+        admin = await KubeClient.from_kubeconfig(str(cluster.kubeconfig_path))
+        listener = _Listener()
+        connection = ClusterConnection(
+            "worker-1",
+            proxy.kubeconfig,
+            origin="multikueue",
+            listener=listener,
+            settings=ConnectionSettings(),
+        )
+        try:
+            for doc in SETUP:
+                await admin.create(_TYPES[doc["kind"]], copy.deepcopy(doc))
+            connection.start()
+
+            async def ready() -> bool:
+                return connection.ready
+
+            await _wait(ready, f"the connection to be ready ({listener.problems})")
+            name = workload_name("Job", "mirrored", "uid-1")
+            copy_of = workload_copy(
+                manifest, workload_name=name, origin="multikueue", priority_class=None, priority=0
+            )
+            assert await connection.create_workload(copy_of) is not None
+            assert await connection.create_job(
+                job_copy(manifest, workload_name=name, origin="multikueue")
+            )
+            assert await connection.read_custom("localqueues", "user-queue", "team-a") is not None
+            assert await connection.read_custom("workloadpriorityclasses", "none") is None
+            await admin.patch(JOBS, "mirrored", "team-a", {"spec": {"suspend": False}})
+
+            async def logs() -> list[tuple[str, str]]:
+                return await connection.pod_logs("team-a", "mirrored")
+
+            await _wait(logs, "the mirrored Job's pods")
+            await connection.delete_job("team-a", "mirrored")
+            await connection.delete_workload("team-a", name)
+        finally:
+            await connection.stop()
+            await admin.close()
+
+    seen = {c.permission for c in proxy.calls}
+    assert {("batch", "jobs", "watch"), ("", "pods/log", "get")} <= seen
+    assert uncovered(rules, proxy.calls) == [], "add rules to deploy/base/manager-access/rbac.yaml"

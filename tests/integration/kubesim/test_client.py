@@ -611,3 +611,37 @@ async def test_on_failure_pods_restart_until_the_backoff_limit(cluster: RunningC
     # The first exit restarts the container in place; that one restart reaches backoffLimit 1.
     found = await eventually(failed, "the OnFailure job to fail", seconds=30)
     assert found[0]["reason"] == "BackoffLimitExceeded"
+
+
+async def test_watchers_keep_up_with_a_burst_in_order(
+    cluster: RunningCluster, api_client: client.ApiClient
+) -> None:
+    core = client.CoreV1Api(api_client)
+    start = (await core.list_namespaced_config_map("default")).metadata.resource_version
+    burst = 2000
+
+    async def watch_all() -> list[int]:
+        versions: list[int] = []
+        async with watch.Watch() as stream:
+            async for event in stream.stream(
+                core.list_namespaced_config_map,
+                "default",
+                resource_version=start,
+                label_selector="burst=yes",
+                timeout_seconds=60,
+            ):
+                versions.append(int(event["raw_object"]["metadata"]["resourceVersion"]))
+                if len(versions) == burst:
+                    break
+        return versions
+
+    watchers = [asyncio.create_task(watch_all()) for _ in range(3)]
+    await asyncio.sleep(0.2)
+    maps = cluster.api.type_for("/configmaps")
+    for index in range(burst):
+        cluster.api.create(maps, "default", config_map(f"b{index}", {"burst": "yes"}))
+        if index % 200 == 199:
+            await asyncio.sleep(0)
+    for versions in await asyncio.gather(*watchers):
+        assert len(versions) == burst
+        assert versions == sorted(versions) and len(set(versions)) == burst

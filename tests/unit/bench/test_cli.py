@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,11 @@ def test_dispatch_without_the_manager_benchmark_exits_2(monkeypatch: pytest.Monk
     result = CliRunner().invoke(bench_command.bench, ["dispatch", "--workers", "3"])
     assert result.exit_code == 2
     assert "not yet available" in result.output
+
+
+def test_dispatch_passes_its_arguments_to_the_managers_benchmark() -> None:
+    seen: list[list[str]] = []
+    command = bench_command._passthrough(lambda: seen.append(list(sys.argv[1:])))
+    result = CliRunner().invoke(command, ["--jobs", "10", "--mode", "BestFit"])
+    assert result.exit_code == 0, result.output
+    assert seen == [["--jobs", "10", "--mode", "BestFit"]]

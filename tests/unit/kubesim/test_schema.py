@@ -52,3 +52,12 @@ def test_numbers() -> None:
     errors = dict(process(SCHEMA, {"spec": {"size": -1}}).errors)
     assert "greater than or equal to 0" in errors["spec.size"]
     assert process(SCHEMA, {"spec": {"size": 2, "quota": "500m"}}).errors == []
+
+
+def test_re2_patterns_with_inline_flags() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "pattern": "^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$"}},
+    }
+    assert process(schema, {"name": "Worker-1"}).errors == []
+    assert process(schema, {"name": "-bad"}).errors[0][0] == "name"

@@ -1,9 +1,12 @@
-"""deploy/compose/bootstrap_worker.py, run as compose runs it: it fills a real kubesim worker with
-its Kueue setup and registers it with a manager speaking the REST contract (POST
-/api/v1/clusters answers the agent token once, 409 afterwards)."""
+"""The scripts docker-compose.yaml runs, run here as compose runs them, against real kubesim:
+bootstrap_worker.py fills a worker with its Kueue setup and registers it with a manager speaking
+the REST contract (POST /api/v1/clusters answers the agent token once, 409 afterwards);
+tcp_forward.py carries the worker's API, watches included, to the other containers."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import stat
 import sys
 from collections.abc import AsyncIterator
@@ -11,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import yaml
 from aiohttp import web
@@ -22,6 +26,7 @@ from worker_agent.resources import CLUSTER_QUEUES, LOCAL_QUEUES
 from .conftest import DEPLOY, Result, kueue_crd_files, run
 
 SCRIPT = DEPLOY / "compose" / "bootstrap_worker.py"
+FORWARD = DEPLOY / "compose" / "tcp_forward.py"
 SETUP = DEPLOY / "examples" / "worker-cpu-setup.yaml"
 API_TOKEN = "users-api-token"
 
@@ -134,3 +139,49 @@ async def test_bootstrap_again_is_harmless_but_a_lost_token_is_an_error(
     assert lost.code == 2
     assert "registering worker-1: 409" in lost.err
     assert "docker compose down -v" in lost.err
+
+
+async def test_forwarder_carries_requests_and_watches_to_the_worker(
+    worker: RunningCluster,
+) -> None:
+    port = worker.url.rsplit(":", 1)[1]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(FORWARD),
+        "--listen",
+        "127.0.0.1:0",
+        "--target",
+        f"127.0.0.1:{port}",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        banner = (await asyncio.wait_for(process.stdout.readline(), 10)).decode()
+        forwarded = "http://" + banner.split()[1]
+        headers = {"Authorization": f"Bearer {worker.token}"}
+        async with aiohttp.ClientSession(forwarded, headers=headers) as session:
+            async with session.get("/api/v1/namespaces") as response:
+                assert response.status == 200
+                listing = await response.json()
+            version = listing["metadata"]["resourceVersion"]
+            watch = f"/api/v1/namespaces?watch=true&resourceVersion={version}"
+            async with session.get(watch) as stream:
+                async with session.post(
+                    "/api/v1/namespaces", json={"metadata": {"name": "through-forwarder"}}
+                ) as created:
+                    assert created.status == 201
+                line = await asyncio.wait_for(stream.content.readline(), 10)
+                event = json.loads(line)
+        assert event["type"] == "ADDED"
+        assert event["object"]["metadata"]["name"] == "through-forwarder"
+    finally:
+        process.terminate()
+        code = await asyncio.wait_for(process.wait(), 10)
+    assert code == 0, "the forwarder stops cleanly on SIGTERM"
+
+
+async def test_forwarder_rejects_a_bad_address() -> None:
+    result = await run([sys.executable, str(FORWARD), "--listen", "nowhere", "--target", "x:1"])
+    assert result.code == 2
+    assert "'nowhere': expected HOST:PORT" in result.err
