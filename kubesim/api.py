@@ -486,6 +486,8 @@ class Api:
         if not isinstance(patched, dict):
             raise bad_request("the patched object must be a JSON object")
         patched.setdefault("metadata", {})
+        if rt.from_crd:
+            patched["apiVersion"] = rt.api_version(version)  # stored at another served version
         if not patched["metadata"].get("resourceVersion"):
             patched["metadata"]["resourceVersion"] = ""
         return self.update(rt, namespace, name, patched, version, subresource, options)

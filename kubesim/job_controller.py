@@ -166,6 +166,8 @@ class JobController(Reconciler):
         finished = self.finished_pods.setdefault(job["metadata"]["uid"], {})
         for pod in pods:
             phase = (pod.get("status") or {}).get("phase")
+            if phase == "Failed" and pod["metadata"].get("deletionTimestamp"):
+                continue  # killed because it was deleted: terminating, not a failure
             if phase in ("Succeeded", "Failed"):
                 finished.setdefault(pod["metadata"]["uid"], (phase, _index_of(pod)))
         active = [

@@ -6,11 +6,14 @@ is installed and falls back to the standard library otherwise. Both produce comp
 
 from __future__ import annotations
 
+import importlib
 import json
+from types import ModuleType
 from typing import Any
 
+_orjson: ModuleType | None
 try:  # pragma: no cover - depends on the environment
-    import orjson as _orjson
+    _orjson = importlib.import_module("orjson")
 except ImportError:  # pragma: no cover
     _orjson = None
 
@@ -18,7 +21,7 @@ except ImportError:  # pragma: no cover
 def dumps(value: Any) -> bytes:
     """Compact JSON bytes."""
     if _orjson is not None:
-        encoded: bytes = _orjson.dumps(value)
+        encoded: bytes = _orjson.dumps(value, option=_orjson.OPT_NON_STR_KEYS)
         return encoded
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 

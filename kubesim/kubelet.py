@@ -76,6 +76,8 @@ class Kubelet:
         self.recorder = recorder or EventRecorder(api, enabled=False)
         self.scale = run_time_scale
         self._to_start: dict[tuple[str, str], None] = {}
+        # pods held by finalizers after a delete: their containers are stopped
+        self._to_stop: dict[tuple[str, str], None] = {}
         self._deadlines: list[tuple[float, str, str, str]] = []  # (when, ns, name, uid)
         self._wakeup = asyncio.Event()
         self._ips = iter(ipaddress.ip_network("10.244.0.0/16").hosts())
@@ -94,9 +96,14 @@ class Kubelet:
     def _consider(self, pod: Obj) -> None:
         spec = pod.get("spec") or {}
         status = pod.get("status") or {}
-        if spec.get("nodeName") and status.get("phase", "Pending") == "Pending":
-            meta = pod["metadata"]
-            self._to_start[(meta.get("namespace") or "", meta["name"])] = None
+        meta = pod["metadata"]
+        key = (meta.get("namespace") or "", meta["name"])
+        phase = status.get("phase", "Pending")
+        if meta.get("deletionTimestamp") and phase in ("Pending", "Running"):
+            self._to_stop[key] = None
+            self._wakeup.set()
+        elif spec.get("nodeName") and phase == "Pending":
+            self._to_start[key] = None
             self._wakeup.set()
 
     async def run(self) -> None:
@@ -105,10 +112,13 @@ class Kubelet:
                 timeout = None
                 if self._deadlines:
                     timeout = max(0.0, self._deadlines[0][0] - time.monotonic())
-                if not self._to_start:
+                if not self._to_start and not self._to_stop:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wakeup.wait(), timeout)
                 self._wakeup.clear()
+                for namespace, name in list(self._to_stop):
+                    self._to_stop.pop((namespace, name), None)
+                    self._stop(namespace, name)
                 starting = list(self._to_start)
                 self._to_start.clear()
                 for index, (namespace, name) in enumerate(starting):
@@ -224,6 +234,42 @@ class Kubelet:
             self.api.mutate(POD_KEY, namespace, name, change, "status")
         except ApiError as error:
             log.debug("finishing %s/%s failed: %s", namespace, name, error)
+
+    def _stop(self, namespace: str, name: str) -> None:
+        """A pod being deleted (kept by finalizers) has its containers killed, as the kubelet
+        does at the end of the grace period; an unbound one is failed, as the pod GC does."""
+        pod = self.api.store.get(POD_KEY, namespace, name)
+        if pod is None or not pod["metadata"].get("deletionTimestamp"):
+            return
+        now = self.api.clock()
+
+        def change(obj: Obj) -> bool:
+            status = obj.setdefault("status", {})
+            if status.get("phase", "Pending") not in ("Pending", "Running"):
+                return False
+            status["phase"] = "Failed"
+            status["conditions"] = _conditions(
+                status.get("conditions") or [], now, ready=False, reason="PodCompleted"
+            )
+            for container in status.get("containerStatuses") or []:
+                container["ready"] = False
+                container["started"] = False
+                started = (container.get("state") or {}).get("running", {}).get("startedAt", now)
+                container["state"] = {
+                    "terminated": {
+                        "exitCode": 137,
+                        "reason": "Error",
+                        "startedAt": started,
+                        "finishedAt": now,
+                        "containerID": container.get("containerID", ""),
+                    }
+                }
+            return True
+
+        try:
+            self.api.mutate(POD_KEY, namespace, name, change, "status")
+        except ApiError as error:
+            log.debug("stopping %s/%s failed: %s", namespace, name, error)
 
     def _restart(self, pod: Obj, code: int, now: str) -> None:
         """Containers of Always/OnFailure pods are restarted in place, with the kubelet's

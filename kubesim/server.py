@@ -188,8 +188,11 @@ class ApiServer:
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
     def _cached(self, key: str, build: Any, content_type: str = JSON) -> web.Response:
-        cache_key = (key, self.api.registry.generation)
+        generation = self.api.registry.generation
+        cache_key = (key, generation)
         body = self._discovery_cache.get(cache_key)
+        if body is None and any(g != generation for _, g in self._discovery_cache):
+            self._discovery_cache.clear()  # served types changed: forget older documents
         if body is None:
             body = jsoncodec.dumps(build())
             self._discovery_cache[cache_key] = body

@@ -111,6 +111,10 @@ def main() -> None:
             f"Machine: {platform.processor() or platform.machine()}, Python "
             f"{platform.python_version()}; `python -m bench.engine.admission_rate`.",
             "",
+            "Setup: N ClusterQueues in 10 cohorts, one flavor, quota for every workload; the",
+            "timer covers the scheduling cycles that admit them all. CPU seconds of the process",
+            "(the machine is shared, so wall time mostly measures the neighbours), best of three.",
+            "",
             "| ClusterQueues | pending workloads | admitted | cycles | admissions/s |",
             "|---:|---:|---:|---:|---:|",
         ]

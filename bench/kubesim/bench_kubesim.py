@@ -285,6 +285,14 @@ def bench_watch(info: dict[str, Any], args: argparse.Namespace, pipe: Connection
     }
 
 
+def _has_orjson() -> bool:
+    try:
+        import orjson  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -315,6 +323,7 @@ def main() -> None:
             "concurrency": args.concurrency,
             "clientProcesses": args.client_processes,
             "tunedClient": args.tuned_client,
+            "serverJson": "orjson" if _has_orjson() else "stdlib json",
         }
         for kind, label in (("configmaps", "configMap"), ("widgets", "customObject")):
             rate, server_us, client_us = bench_creates(info, args, kind, parent)

@@ -41,7 +41,15 @@ def make_engine(url: str) -> AsyncEngine:
             cursor.close()
 
         return engine
-    return create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+    connect_args: dict[str, object] = {}
+    if parsed.host in ("127.0.0.1", "localhost", "::1") and not (
+        {"ssl", "sslmode"} & set(parsed.query)
+    ):
+        # Loopback needs no TLS, and asyncpg's default ("prefer") would negotiate it.
+        connect_args["ssl"] = False
+    # A pool that covers the reconcile workers plus API requests without churning connections;
+    # a broken connection is discarded when it fails (no ping on every checkout).
+    return create_async_engine(url, pool_size=24, max_overflow=8, connect_args=connect_args)
 
 
 def make_session_factory(engine: AsyncEngine) -> SessionFactory:

@@ -217,9 +217,18 @@ class Dispatcher:
         await self.add_cluster(name)
 
     async def remove_cluster(self, name: str) -> list[int]:
-        """Forget a cluster; its undecided or running workloads go back to dispatch."""
+        """Forget a cluster; its undecided or running workloads go back to dispatch.
+
+        While it still answers, our copies there are deleted first, so none is left behind.
+        """
         connection = self.connections.pop(name, None)
         if connection is not None:
+            if connection.ready:
+                with contextlib.suppress(Unreachable, ApiException):
+                    for key in list(connection.caches[JOBS]):
+                        await connection.delete_job(*key)
+                    for key in list(connection.caches[WORKLOADS]):
+                        await connection.delete_workload(*key)
             await connection.stop()
         self._capacity.pop(name, None)
         self._metrics.cluster_connected.labels(cluster=name).set(0)

@@ -129,7 +129,14 @@ def serve(database_url: str, kubeconfig: str | None, listen: str) -> None:
         return
     # For benchmarks: profile the whole run and write pstats to MKQ_PROFILE_OUT on shutdown.
     import cProfile
+    import signal
 
+    def _exit(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    # uvicorn re-raises the stop signal after its graceful shutdown; make that an exit, so the
+    # profile is written.
+    signal.signal(signal.SIGTERM, _exit)
     profiler = cProfile.Profile()
     profiler.enable()
     try:

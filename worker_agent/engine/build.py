@@ -8,8 +8,10 @@ can replay a list or a watch stream into it.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from datetime import datetime
+from fractions import Fraction
 from typing import Any
 
 import kueue_api as api
@@ -41,6 +43,7 @@ from worker_agent.engine.model import (
     QueueingStrategy,
     ResourceGroup,
     ResourceQuota,
+    ResourceTransformation,
     StopPolicy,
     Taint,
     Toleration,
@@ -230,6 +233,15 @@ def config_from(obj: api.Configuration) -> EngineConfig:
             obj.fair_sharing.effective_preemption_strategies() if obj.fair_sharing else ()
         ),
         admission_fair_sharing=_afs(obj.admission_fair_sharing),
+        transformations=tuple(
+            ResourceTransformation(
+                input=t.input,
+                outputs={n: q.as_fraction() for n, q in (t.outputs or {}).items()},
+                replace=t.strategy == "Replace",
+                multiply_by=t.multiply_by,
+            )
+            for t in ((resources.transformations or []) if resources else [])
+        ),
     )
 
 
@@ -264,7 +276,46 @@ def _container_requests(container: api.Container) -> dict[str, int]:
     return out
 
 
-def pod_requests(spec: api.PodSpec, excluded: tuple[str, ...] = ()) -> dict[str, int]:
+def _real(resource: str, value: int) -> Fraction:
+    return Fraction(value, 1000) if resource == CPU else Fraction(value)
+
+
+def _units(resource: str, value: Fraction) -> int:
+    scaled = value * 1000 if resource == CPU else value
+    return math.ceil(scaled)
+
+
+def transform(
+    requests: dict[str, int], transformations: tuple[ResourceTransformation, ...]
+) -> dict[str, int]:
+    """Kueue's applyResourceTransformations (spec §2 step 3)."""
+    by_input = {t.input: t for t in transformations}
+    if not any(name in by_input for name in requests):
+        return requests
+    retained: dict[str, int] = {}
+    generated: dict[str, Fraction] = {}
+    for name, value in requests.items():
+        rule = by_input.get(name)
+        if rule is None:
+            retained[name] = retained.get(name, 0) + value
+            continue
+        base = _real(name, value)
+        if rule.multiply_by is not None and rule.multiply_by in requests:
+            base *= _real(rule.multiply_by, requests[rule.multiply_by])
+        for output, factor in rule.outputs.items():
+            generated[output] = generated.get(output, Fraction(0)) + base * factor
+        if not rule.replace:
+            retained[name] = retained.get(name, 0) + value
+    for output, total in generated.items():
+        retained[output] = retained.get(output, 0) + _units(output, max(total, Fraction(0)))
+    return retained
+
+
+def pod_requests(
+    spec: api.PodSpec,
+    excluded: tuple[str, ...] = (),
+    transformations: tuple[ResourceTransformation, ...] = (),
+) -> dict[str, int]:
     """Per-pod requests as Kubernetes computes them (resourcehelpers.PodRequests)."""
     total: dict[str, int] = {}
     for container in spec.containers:
@@ -297,6 +348,8 @@ def pod_requests(spec: api.PodSpec, excluded: tuple[str, ...] = ()) -> dict[str,
     _add(total, spec.overhead)
     if excluded:
         total = {k: v for k, v in total.items() if not any(k.startswith(p) for p in excluded)}
+    if transformations:
+        total = transform(total, transformations)
     return {k: max(0, v) for k, v in total.items()}
 
 
@@ -396,15 +449,19 @@ def workload_from(
         ref = spec.priority_class_ref
         if ref.kind == "WorkloadPriorityClass":
             priority = (priority_classes or {}).get(ref.name)
+    reclaimable = {r.name: r.count for r in obj.status.reclaimable_pods or ()}
     pod_sets = []
     for index, ps in enumerate(spec.pod_sets):
         pod_spec = ps.template.spec
+        count = ps.count - min(reclaimable.get(ps.name, 0), ps.count)
         pod_sets.append(
             PodSetSpec(
                 name=ps.name,
-                count=ps.count,
-                per_pod=pod_requests(pod_spec, config.excluded_resource_prefixes),
-                min_count=ps.min_count,
+                count=count,
+                per_pod=pod_requests(
+                    pod_spec, config.excluded_resource_prefixes, config.transformations
+                ),
+                min_count=None if ps.min_count is None else min(ps.min_count, count),
                 node_selector=dict(pod_spec.node_selector or {}),
                 affinity_terms=_affinity_terms(pod_spec),
                 tolerations=tuple(_toleration(t) for t in pod_spec.tolerations or ()),
@@ -452,6 +509,7 @@ def workload_from(
             None if requeue is None or requeue.requeue_at is None else _seconds(requeue.requeue_at)
         ),
         requeued_false=requeued is not None and requeued.status == "False",
+        reclaimable=reclaimable,
     )
 
 

@@ -145,15 +145,17 @@ def _schedule(state: EngineState, now: float) -> CycleResult:
             admissions.append(decision)
     for cq, usage in reversed(cycle.undo):
         cq.node.remove_usages(usage)
-    evictions = cycle.apply_evictions()
     pending: list[PendingUpdate] = []
-    idle = not admissions and not evictions
+    idle = not admissions and not cycle.preempted
     for entry in entries + inadmissible:
         if entry.admitted:
             continue
         went_active = _requeue(state, entry, now, pending)
         if idle and (not went_active or _scan_state(entry.info) != before[entry.info.key]):
             idle = False
+    # Evictions take effect after the heads are requeued, as in Kueue where they are observed
+    # after the cycle: releasing the victims' quota then requeues what became inadmissible.
+    evictions = cycle.apply_evictions()
     return CycleResult(
         admissions=tuple(admissions),
         pending=tuple(pending),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fractions import Fraction
 
 from worker_agent.engine.tas.assignment import TopologyAssignment
 from worker_agent.engine.tas.nodes import NodeSelectorTerm as TASNodeSelectorTerm
@@ -279,6 +280,8 @@ class WorkloadSpec:
     queue_order_time: float | None = None
     requeue_at: float | None = None
     requeued_false: bool = False
+    reclaimable: Mapping[str, int] = field(default_factory=dict)
+    """status.reclaimablePods: pods per podSet that finished and give their quota back."""
 
     @property
     def key(self) -> str:
@@ -311,6 +314,18 @@ class EngineConfig:
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = ()
     admission_fair_sharing: AdmissionFairSharing | None = None
+    transformations: tuple[ResourceTransformation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceTransformation:
+    """Configuration `resources.transformations[]`: `input` becomes `outputs` (name -> factor,
+    as a fraction), scaled by the quantity of `multiply_by` when set; Replace drops the input."""
+
+    input: str
+    outputs: Mapping[str, Fraction]
+    replace: bool = False
+    multiply_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

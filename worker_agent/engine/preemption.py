@@ -25,6 +25,7 @@ from worker_agent.engine.flavor_assigner import (
 from worker_agent.engine.model import FlavorResource, PreemptionPolicy
 from worker_agent.engine.quota import QuotaNode, lowest_fitting_subtree
 from worker_agent.engine.state import EngineState
+from worker_agent.engine.topology import TopologyCheck
 from worker_agent.engine.workload import WorkloadInfo
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
@@ -105,8 +106,10 @@ class _Search:
         preemptor: WorkloadInfo,
         frs: set[FlavorResource],
         requests: Mapping[FlavorResource, int],
+        topology: TopologyCheck | None = None,
     ) -> None:
         self.state = state
+        self.topology = topology
         self.cq = cq
         self.preemptor = preemptor
         self.frs = frs
@@ -220,7 +223,17 @@ class _Search:
                 return False
             if value > max(0, node.available(fr)):
                 return False
-        return True
+        return self.topology is None or self.topology.fits()
+
+    def _remove(self, candidate: _Candidate) -> None:
+        candidate.cq.node.remove_usages(candidate.info.usage)
+        if self.topology is not None:
+            self.topology.remove(candidate.info)
+
+    def _restore(self, candidate: _Candidate) -> None:
+        candidate.cq.node.add_usages(candidate.info.usage)
+        if self.topology is not None:
+            self.topology.restore(candidate.info)
 
     def _under_nominal(self) -> bool:
         node = self.cq.node
@@ -239,26 +252,26 @@ class _Search:
             for candidate in ordered:
                 if not self._valid(candidate, borrowing):
                     continue
-                candidate.cq.node.remove_usages(candidate.info.usage)
+                self._remove(candidate)
                 removed.append(candidate)
                 if self._fits(borrowing):
                     removed = self._fill_back(removed, borrowing)
                     for c in removed:
-                        c.cq.node.add_usages(c.info.usage)
+                        self._restore(c)
                     return [Target(c.info, _REASON[c.variant]) for c in removed]
             for c in removed:
-                c.cq.node.add_usages(c.info.usage)
+                self._restore(c)
         return []
 
     def _fill_back(self, removed: list[_Candidate], borrowing: bool) -> list[_Candidate]:
         for i in range(len(removed) - 2, -1, -1):
             candidate = removed[i]
-            candidate.cq.node.add_usages(candidate.info.usage)
+            self._restore(candidate)
             if self._fits(borrowing):
                 removed[i] = removed[-1]
                 removed.pop()
             else:
-                candidate.cq.node.remove_usages(candidate.info.usage)
+                self._remove(candidate)
         return removed
 
 
@@ -276,7 +289,8 @@ def get_targets(
 ) -> list[Target]:
     """Kueue's Preemptor.GetTargets for an assignment in Preempt mode."""
     frs = preemption_needed(assignment)
-    return _targets(state, cq, info, frs, assignment.usage)
+    topology = TopologyCheck.build(state, cq, info, assignment) if cq.tas_flavors else None
+    return _targets(state, cq, info, frs, assignment.usage, topology)
 
 
 def _targets(
@@ -285,10 +299,11 @@ def _targets(
     info: WorkloadInfo,
     frs: set[FlavorResource],
     requests: Mapping[FlavorResource, int],
+    topology: TopologyCheck | None = None,
 ) -> list[Target]:
     if state.config.fair_sharing:
         return _fair_targets(state, cq, info, frs, requests)
-    return _Search(state, cq, info, frs, requests).targets()
+    return _Search(state, cq, info, frs, requests, topology).targets()
 
 
 def _fair_candidates(

@@ -32,7 +32,7 @@ def pending_reason(state: EngineState, info: WorkloadInfo) -> tuple[str, str]:
     if not info.spec.active:
         return "Inactive", "The workload is deactivated"
     blocker = state.blocker(info)
-    if blocker is not None and (not info.message or info.cluster_queue is None):
+    if blocker is not None:
         return blocker
     if info.message:
         return info.reason or "Pending", info.message

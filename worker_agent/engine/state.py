@@ -182,6 +182,7 @@ class EngineState:
             old is not None
             and old.admission is not None
             and (spec.admission is None or spec.admission == old.admission)
+            and spec.reclaimable == old.spec.reclaimable
         ):
             # The same reservation (or a status write still in flight): refresh the spec
             # without releasing and re-charging the quota.

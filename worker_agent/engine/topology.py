@@ -75,40 +75,51 @@ def record_admission(state: EngineState, spec: WorkloadSpec, admission: Admissio
         state.tas.snapshots[flavor_name] = _apply(snapshot, flavor_name, spec, admission)
 
 
+def tas_requests(
+    cq: ClusterQueueRuntime, assignment: Assignment, info: WorkloadInfo
+) -> tuple[str, str] | dict[str, list[PodSetTASRequest]]:
+    """The placement requests of an assignment's TAS podSets, by flavor, or a failure
+    (podSet, reason) when a podSet has no single TAS flavor."""
+    by_flavor: dict[str, list[PodSetTASRequest]] = {}
+    for index, ps in enumerate(info.spec.pod_sets):
+        if index >= len(assignment.pod_sets) or not tas_requested(ps, cq):
+            continue
+        result = assignment.pod_sets[index]
+        if result.count == 0:
+            continue
+        flavors = sorted({c.name for c in result.flavors.values() if c.name in cq.tas_flavors})
+        if len(flavors) != 1:
+            if not flavors:
+                return ps.name, NO_TAS_FLAVOR
+            return ps.name, f"more than one TAS flavor assigned: {', '.join(flavors)}"
+        explicit = ps.topology_request is not None and ps.topology_request.explicit
+        by_flavor.setdefault(flavors[0], []).append(
+            PodSetTASRequest(
+                name=ps.name,
+                count=result.count,
+                per_pod=per_pod(ps),
+                topology=ps.tas_topology if explicit else None,
+                implied=not explicit,
+                tolerations=ps.tas_tolerations,
+                node_selector=dict(ps.node_selector),
+                required_affinity=ps.tas_affinity,
+                pod_set_group_name=(
+                    ps.topology_request.pod_set_group_name if ps.topology_request else None
+                ),
+            )
+        )
+    return by_flavor
+
+
 def placer(state: EngineState, cq: ClusterQueueRuntime) -> TopologyPlacer:
     """The flavor assigner's TAS hook for one ClusterQueue."""
 
     def place(
         assignment: Assignment, info: WorkloadInfo, simulate_empty: bool
     ) -> tuple[str, str] | dict[str, TopologyAssignment]:
-        by_flavor: dict[str, list[PodSetTASRequest]] = {}
-        for index, ps in enumerate(info.spec.pod_sets):
-            if index >= len(assignment.pod_sets) or not tas_requested(ps, cq):
-                continue
-            result = assignment.pod_sets[index]
-            if result.count == 0:
-                continue
-            flavors = sorted({c.name for c in result.flavors.values() if c.name in cq.tas_flavors})
-            if len(flavors) != 1:
-                if not flavors:
-                    return ps.name, NO_TAS_FLAVOR
-                return ps.name, f"more than one TAS flavor assigned: {', '.join(flavors)}"
-            explicit = ps.topology_request is not None and ps.topology_request.explicit
-            by_flavor.setdefault(flavors[0], []).append(
-                PodSetTASRequest(
-                    name=ps.name,
-                    count=result.count,
-                    per_pod=per_pod(ps),
-                    topology=ps.tas_topology if explicit else None,
-                    implied=not explicit,
-                    tolerations=ps.tas_tolerations,
-                    node_selector=dict(ps.node_selector),
-                    required_affinity=ps.tas_affinity,
-                    pod_set_group_name=(
-                        ps.topology_request.pod_set_group_name if ps.topology_request else None
-                    ),
-                )
-            )
+        by_flavor = tas_requests(cq, assignment, info)
+        if isinstance(by_flavor, tuple):
+            return by_flavor
         if not by_flavor:
             return {}
         snapshots: dict[str, TASFlavorSnapshot] = {}
@@ -125,6 +136,62 @@ def placer(state: EngineState, cq: ClusterQueueRuntime) -> TopologyPlacer:
         return dict(outcome.assignments)
 
     return place
+
+
+class TopologyCheck:
+    """Placement of a preemptor's TAS podSets while preemption removes victims (Kueue's
+    workloadFits checks the topology as well as the quota)."""
+
+    def __init__(
+        self,
+        state: EngineState,
+        requests: dict[str, list[PodSetTASRequest]],
+        snapshots: dict[str, TASFlavorSnapshot],
+    ) -> None:
+        self.state = state
+        self.requests = requests
+        self.snapshots = snapshots
+
+    @classmethod
+    def build(
+        cls, state: EngineState, cq: ClusterQueueRuntime, info: WorkloadInfo, assignment: Assignment
+    ) -> TopologyCheck | None:
+        by_flavor = tas_requests(cq, assignment, info)
+        if isinstance(by_flavor, tuple) or not by_flavor:
+            return None
+        snapshots = {}
+        for flavor_name in by_flavor:
+            snapshot = flavor_snapshot(state, flavor_name)
+            if snapshot is None:
+                return None
+            snapshots[flavor_name] = snapshot
+        return cls(state, by_flavor, snapshots)
+
+    def _change(self, victim: WorkloadInfo, sign: int) -> None:
+        if victim.admission is None:
+            return
+        specs = {ps.name: ps for ps in victim.spec.pod_sets}
+        for psa in victim.admission.pod_sets:
+            ps = specs.get(psa.name)
+            if psa.topology_assignment is None or ps is None:
+                continue
+            for flavor_name in set(psa.flavors.values()) & set(self.snapshots):
+                snap = self.snapshots[flavor_name]
+                if sign < 0:
+                    snap = snap.without_usage(psa.topology_assignment, per_pod(ps))
+                else:
+                    snap = snap.with_usage(psa.topology_assignment, per_pod(ps))
+                self.snapshots[flavor_name] = snap
+
+    def remove(self, victim: WorkloadInfo) -> None:
+        self._change(victim, -1)
+
+    def restore(self, victim: WorkloadInfo) -> None:
+        self._change(victim, 1)
+
+    def fits(self) -> bool:
+        outcome = find_assignments_for_workload(self.snapshots, self.requests)
+        return outcome.failure is None
 
 
 def still_fits(state: EngineState, info: WorkloadInfo, assignment: Assignment) -> bool:

@@ -36,13 +36,20 @@ def scaled(per_pod: Mapping[str, int], count: int) -> dict[str, int]:
     return {res: max(0, value) * count for res, value in per_pod.items()}
 
 
-def usage_from_admission(admission: Admission) -> dict[FlavorResource, int]:
+def usage_from_admission(
+    admission: Admission, reclaimable: Mapping[str, int] | None = None
+) -> dict[FlavorResource, int]:
+    """The quota an admission holds, scaled down for reclaimable pods (Kueue's
+    totalRequestsFromAdmission)."""
     usage: dict[FlavorResource, int] = {}
     for psa in admission.pod_sets:
+        gone = min((reclaimable or {}).get(psa.name, 0), psa.count)
         for res, value in psa.resource_usage.items():
             flavor = psa.flavors.get(res)
             if flavor is None or value == 0:
                 continue
+            if gone and psa.count:
+                value = value // psa.count * (psa.count - gone)
             usage[(flavor, res)] = usage.get((flavor, res), 0) + value
     return usage
 
@@ -94,7 +101,7 @@ class WorkloadInfo:
         self.admission: Admission | None = spec.admission
         self.admitted_at: float | None = spec.admitted_at
         self.usage: dict[FlavorResource, int] = (
-            usage_from_admission(spec.admission) if spec.admission else {}
+            usage_from_admission(spec.admission, spec.reclaimable) if spec.admission else {}
         )
         self.last_assignment: LastAssignment | None = None
         self.message = ""

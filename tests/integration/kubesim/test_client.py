@@ -645,3 +645,60 @@ async def test_watchers_keep_up_with_a_burst_in_order(
     for versions in await asyncio.gather(*watchers):
         assert len(versions) == burst
         assert versions == sorted(versions) and len(set(versions)) == burst
+
+
+async def test_multi_version_crd_serves_every_version(api_client: client.ApiClient) -> None:
+    extensions = client.ApiextensionsV1Api(api_client)
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    await extensions.create_custom_resource_definition(
+        {
+            "metadata": {"name": "things.test.kubesim.dev"},
+            "spec": {
+                "group": GROUP,
+                "scope": "Namespaced",
+                "names": {"plural": "things", "kind": "Thing"},
+                "versions": [
+                    {"name": "v1beta1", "served": True, "storage": False, "schema": schema},
+                    {"name": "v1", "served": True, "storage": True, "schema": schema},
+                ],
+            },
+        }
+    )
+    custom = client.CustomObjectsApi(api_client)
+    body = {
+        "apiVersion": f"{GROUP}/v1beta1",
+        "kind": "Thing",
+        "metadata": {"name": "t"},
+        "spec": {"a": 1},
+    }
+    made = await custom.create_namespaced_custom_object(GROUP, "v1beta1", "default", "things", body)
+    assert made["apiVersion"] == f"{GROUP}/v1beta1"
+    patched = await custom.patch_namespaced_custom_object(
+        GROUP, "v1beta1", "default", "things", "t", {"spec": {"a": 2}}, _content_type=MERGE
+    )
+    assert patched["spec"] == {"a": 2} and patched["apiVersion"] == f"{GROUP}/v1beta1"
+    stored = await custom.get_namespaced_custom_object(GROUP, "v1", "default", "things", "t")
+    assert stored["apiVersion"] == f"{GROUP}/v1" and stored["spec"] == {"a": 2}
+
+
+async def test_deleted_pod_held_by_a_finalizer_is_stopped(api_client: client.ApiClient) -> None:
+    core = client.CoreV1Api(api_client)
+    pod = {
+        "metadata": {"name": "held", "finalizers": ["example.com/keep"]},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x:1"}]},
+    }
+    await core.create_namespaced_pod("default", pod)
+
+    async def phase() -> str:
+        return (await core.read_namespaced_pod_status("held", "default")).status.phase
+
+    assert await eventually(lambda: _is(phase(), "Running"), "the pod to run")
+    await core.delete_namespaced_pod("held", "default")
+    assert await eventually(lambda: _is(phase(), "Failed"), "the deleted pod to be stopped")
+    await core.patch_namespaced_pod("held", "default", {"metadata": {"finalizers": None}})
+    listed = await core.list_namespaced_pod("default", field_selector="metadata.name=held")
+    assert listed.items == []
+
+
+async def _is(awaitable: Any, expected: str) -> bool:
+    return await awaitable == expected

@@ -11,6 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from worker_agent.engine import EngineState, run_until_quiescent
+from worker_agent.engine.cycle import get_assignments
+from worker_agent.engine.flavor_assigner import FIT
 from worker_agent.engine.model import (
     BorrowWithinCohort,
     ClusterQueueSpec,
@@ -145,3 +147,15 @@ def test_quiescent_runs_end_within_limits(
         if node.parent is None:
             for fr, used in node.usage.items():
                 assert used <= node.subtree.get(fr, 0), (node.name, fr)
+
+    # Nothing is left waiting that could go now: with BestEffortFIFO queues, every pending
+    # workload would neither fit nor find victims against the final state.
+    if all(cq.queue.best_effort for cq in state.cluster_queues.values()):
+        for info in state.workloads.values():
+            cq = state.cluster_queues.get(info.cluster_queue or "")
+            if info.admission is not None or cq is None or not cq.active:
+                continue
+            info.last_assignment = None
+            assignment, targets = get_assignments(state, cq, info)
+            assert assignment.mode() != FIT, info.key
+            assert not targets, info.key
