@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import random
-import string
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -759,6 +758,3 @@ def _spec_of(obj: Obj) -> Obj:
 def _sort_key(obj: Obj) -> str:
     meta = obj["metadata"]
     return f"{meta.get('namespace') or ''}/{meta['name']}"
-
-
-__all__ = ["Api", "ListResult", "WriteOptions", "string"]

@@ -32,7 +32,7 @@ from .selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from .store import ADDED, DELETED, Event, Watcher
+from .store import Event, Watcher
 
 log = logging.getLogger("kubesim.server")
 
@@ -672,15 +672,10 @@ def _pod_log(pod: dict[str, Any], container: str) -> str:
 
 
 def _write_options(query: Any) -> WriteOptions:
-    dry_run = (
-        bool(query.getall("dryRun", [])) if hasattr(query, "getall") else bool(query.get("dryRun"))
-    )
+    """dryRun, fieldManager, fieldValidation and force from the query string."""
     return WriteOptions(
-        dry_run=dry_run,
+        dry_run=bool(query.get("dryRun")),
         field_manager=query.get("fieldManager", ""),
         strict=query.get("fieldValidation", "") == "Strict",
         force=_bool(query.get("force")),
     )
-
-
-__all__ = ["ADDED", "DELETED", "ApiServer", "Watcher"]

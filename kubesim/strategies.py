@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import ApiError, invalid
+from .errors import invalid
 from .jsoncodec import deep_copy
 from .resources import ResourceType
 
@@ -410,6 +410,3 @@ def raise_if(causes: Causes, resource_type: ResourceType, name: str) -> None:
 def copy_object(obj: Obj) -> Obj:
     copied: Obj = deep_copy(obj)
     return copied
-
-
-__all__ = ["ApiError"]

@@ -301,7 +301,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--watchers", type=int, default=10)
     parser.add_argument("--events", type=int, default=5000)
-    parser.add_argument("--client-processes", type=int, default=1)
+    parser.add_argument("--client-processes", type=int, default=2)
     parser.add_argument(
         "--tuned-client",
         action="store_true",

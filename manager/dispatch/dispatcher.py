@@ -409,8 +409,15 @@ class Dispatcher:
         if conn is None or not conn.ready:
             return  # the lost-worker check decides when to give up on it
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
+        copy_live = wkey in conn.caches[WORKLOADS]
         copy_obj = conn.caches[WORKLOADS].get(wkey) or conn.tombstones[WORKLOADS].get(wkey)
-        job_obj = conn.caches[JOBS].get(jkey) or conn.tombstones[JOBS].get(jkey)
+        job_obj = conn.caches[JOBS].get(jkey)
+        grave = conn.tombstones[JOBS].get(jkey) if job_obj is None else None
+        if grave is not None and (not copy_live or job_state(grave).finished):
+            # A Job deleted after it finished (TTL) still tells how it ended, so it is never
+            # created again. An unfinished grave next to a live copy may be an earlier
+            # incarnation's, and is not read.
+            job_obj = grave
         copy_st = workload_copy_state(copy_obj) if copy_obj is not None else None
         job_st = job_state(job_obj) if job_obj is not None else None
         result = (job_st.finished if job_st else None) or (copy_st.finished if copy_st else None)
@@ -420,7 +427,6 @@ class Dispatcher:
             )
             await self._finish(row, result, message, job_obj)
             return
-        copy_live = wkey in conn.caches[WORKLOADS]
         job_live = jkey in conn.caches[JOBS] or (conn.name, JOBS, jkey) in self._expected
         if copy_st is not None and copy_live and copy_st.evicted_reason and not copy_st.admitted:
             await self._requeue(row, f"Evicted:{copy_st.evicted_reason}", "evicted by its worker")

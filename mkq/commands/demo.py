@@ -63,6 +63,7 @@ async def _main(
     try:
         jobs = workload_mix(job_count)
         verdict = await drive(system, jobs, console, time_limit)
+        console.print()
         summary = Table(title="summary")
         summary.add_column("worker cluster")
         summary.add_column("workloads", justify="right")
