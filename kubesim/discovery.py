@@ -42,10 +42,7 @@ def _subresource_kind(resource_type: ResourceType, name: str) -> str:
 
 
 def _verbs(resource_type: ResourceType) -> list[str]:
-    verbs = list(ALL_VERBS)
-    if resource_type.key == "/events":
-        return verbs
-    return verbs
+    return ["create"] if resource_type.review else list(ALL_VERBS)
 
 
 def api_resource_list(registry: Registry, group: str, version: str) -> Obj:

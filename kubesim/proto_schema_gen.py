@@ -20,34 +20,54 @@ import sys
 from pathlib import Path
 from typing import Any
 
-API_FILES = ["core/v1", "batch/v1", "coordination/v1", "resource/v1"]
+API_FILES = [
+    "core/v1",
+    "batch/v1",
+    "coordination/v1",
+    "resource/v1",
+    "scheduling/v1",
+    "rbac/v1",
+    "authorization/v1",
+    "authentication/v1",
+]
 MACHINERY_FILES = [
     "pkg/apis/meta/v1",
     "pkg/api/resource",
     "pkg/util/intstr",
     "pkg/runtime",
 ]
-ROOT_KINDS = [
-    "k8s.io.api.core.v1." + kind
-    for kind in (
-        "Namespace",
-        "Node",
-        "Pod",
-        "Secret",
-        "ConfigMap",
-        "Event",
-        "ServiceAccount",
-        "Binding",
-    )
-] + [
-    "k8s.io.api.batch.v1.Job",
-    "k8s.io.api.coordination.v1.Lease",
-    "k8s.io.api.resource.v1.DeviceClass",
-    "k8s.io.api.resource.v1.ResourceClaim",
-    "k8s.io.api.resource.v1.ResourceClaimTemplate",
-    "k8s.io.api.resource.v1.ResourceSlice",
-    "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions",
-]
+ROOT_KINDS = (
+    [
+        "k8s.io.api.core.v1." + kind
+        for kind in (
+            "Namespace",
+            "Node",
+            "Pod",
+            "Secret",
+            "ConfigMap",
+            "Event",
+            "ServiceAccount",
+            "Binding",
+        )
+    ]
+    + [
+        "k8s.io.api.batch.v1.Job",
+        "k8s.io.api.coordination.v1.Lease",
+        "k8s.io.api.resource.v1.DeviceClass",
+        "k8s.io.api.resource.v1.ResourceClaim",
+        "k8s.io.api.resource.v1.ResourceClaimTemplate",
+        "k8s.io.api.resource.v1.ResourceSlice",
+        "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions",
+        "k8s.io.api.scheduling.v1.PriorityClass",
+        "k8s.io.api.authorization.v1.SelfSubjectAccessReview",
+        "k8s.io.api.authorization.v1.SelfSubjectRulesReview",
+        "k8s.io.api.authentication.v1.SelfSubjectReview",
+    ]
+    + [
+        f"k8s.io.api.rbac.v1.{kind}"
+        for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
+    ]
+)
 
 _FIELD = re.compile(
     r"^\s*(optional|repeated|required)?\s*(map<\s*([\w.]+)\s*,\s*([\w.]+)\s*>|[\w.]+)\s+(\w+)\s*=\s*(\d+)"

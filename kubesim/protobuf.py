@@ -184,7 +184,7 @@ def _package(api_version: str) -> str:
         return f"k8s.io.api.core.{version}"
     if group == "meta.k8s.io":
         return f"k8s.io.apimachinery.pkg.apis.meta.{version}"
-    return f"k8s.io.api.{group.removesuffix('.k8s.io')}.{version}"
+    return f"k8s.io.api.{group.split('.')[0]}.{version}"  # rbac.authorization.k8s.io -> rbac
 
 
 def decode_object(body: bytes) -> dict[str, Any]:

@@ -38,6 +38,8 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
     tracks_generation: bool = False
+    # create-only review kinds (access reviews, whoami): answered, never stored
+    review: bool = False
     storage_version: str = ""
     # CRD-only: per-version openAPIV3Schema and printer columns.
     schemas: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, hash=False)
@@ -91,6 +93,19 @@ def _builtin(
         subresources=subresources,
         tracks_generation=generation,
         storage_version=version,
+    )
+
+
+def _review(group: str, plural: str, kind: str) -> ResourceType:
+    return ResourceType(
+        group=group,
+        versions=("v1",),
+        plural=plural,
+        kind=kind,
+        namespaced=False,
+        singular=kind.lower(),
+        storage_version="v1",
+        review=True,
     )
 
 
@@ -153,6 +168,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
     _builtin("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, generation=True),
     _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short=("pc",)),
+    _review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+    _review("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+    _review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),
     # RBAC objects are stored (so manifests apply) but not enforced: every token is admin.
     _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),

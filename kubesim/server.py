@@ -26,6 +26,7 @@ from .errors import (
 )
 from .protobuf import decode_object
 from .resources import ResourceType
+from .reviews import review_answer
 from .selectors import (
     fields_match,
     labels_match,
@@ -276,6 +277,11 @@ class ApiServer:
         self, request: web.Request, group: str, version: str, rest: list[str]
     ) -> web.StreamResponse:
         route, legacy_watch = self._parse_route(group, version, rest)
+        if route.resource_type.review:
+            if request.method != "POST" or route.name:
+                raise method_not_allowed()
+            body = _parse_body(await request.read(), request.content_type)
+            return _json_response(review_answer(route.resource_type, body), 201)
         if not route.name:
             return await self._collection(request, route, legacy_watch)
         if legacy_watch:

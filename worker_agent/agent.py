@@ -99,6 +99,15 @@ class AgentConfig:
     requeue_backoff_max: float = 3600.0
 
 
+def _spec_changed(change: Change) -> bool:
+    if change.old is None or change.new is None:
+        return True
+    old_meta, new_meta = change.old.get("metadata") or {}, change.new.get("metadata") or {}
+    return change.old.get("spec") != change.new.get("spec") or old_meta.get(
+        "deletionTimestamp"
+    ) != new_meta.get("deletionTimestamp")
+
+
 class _LeaderRun:
     """The controllers of one leadership term."""
 
@@ -168,11 +177,14 @@ class _LeaderRun:
             for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
                 for key in controller.job_keys_for_workload(change):
                     runner.enqueue(key)
-        elif rt == LOCAL_QUEUES:
-            for key in self.workloads.keys_for_local_queue(change):
-                self.workload_runner.enqueue(key)
-        elif rt == CLUSTER_QUEUES:
-            for key in self.workloads.keys_for_cluster_queue(change):
+        elif rt in (LOCAL_QUEUES, CLUSTER_QUEUES) and _spec_changed(change):
+            # A queue appearing, going or changing may unblock its Workloads (status updates,
+            # most of them our own, cannot).
+            if rt == LOCAL_QUEUES:
+                keys = self.workloads.keys_for_local_queue(change)
+            else:
+                keys = self.workloads.keys_for_cluster_queue(change)
+            for key in keys:
                 self.workload_runner.enqueue(key)
         for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
             if rt == controller.rt:

@@ -12,8 +12,10 @@ import logging
 from collections.abc import Collection
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from kueue_api.errors import ValidationFailure
-from kueue_api.loader import parse_object
+from kueue_api.loader import model_for, parse_object
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, split_key
 from worker_agent.engine import EngineState, StateBuilder
@@ -46,7 +48,7 @@ class EngineFeed:
         if rt == WORKLOADS:
             self._release_if_lost(change.key, obj, in_flight)
         try:
-            model = parse_object(obj)
+            model = _read(obj)
         except ValidationFailure as error:
             log.warning("%s %s cannot be read: %s", rt.kind, change.key, error)
             if rt == WORKLOADS:
@@ -78,3 +80,17 @@ class EngineFeed:
             return
         if not wl.has_quota_reservation(obj) and not wl.is_finished(obj):
             self.state.evict_workload(key)
+
+
+def _read(obj: JsonObject) -> BaseModel:
+    """The object as a kueue_api model.
+
+    The API server has already validated what it serves, so the fast path only builds the
+    model; the loader's full checks run only to explain an object the model rejects."""
+    model = model_for(str(obj.get("apiVersion")), str(obj.get("kind")))
+    if model is not None:
+        try:
+            return model.model_validate(obj)
+        except ValidationError:
+            pass
+    return parse_object(obj)

@@ -8,6 +8,7 @@ directly (same auth, TLS and kubeconfig handling) and keeps objects as dicts.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from kubernetes_asyncio import config as k8s_config
 from worker_agent.resources import ResourceType
 
 JsonObject = dict[str, Any]
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NETRC")
 
 
 class ApiError(Exception):
@@ -57,6 +59,13 @@ class KubeClient:
 
     def __init__(self, api_client: k8s_client.ApiClient) -> None:
         self._api = api_client
+        if not any(os.environ.get(v) for v in _PROXY_VARIABLES):
+            # kubernetes-asyncio opens its aiohttp session with trust_env=True, which costs two
+            # thread hops per request (netrc and proxy lookups). With no proxy configured in
+            # the environment there is nothing to find, so skip them.
+            session = api_client.rest_client.pool_manager
+            if hasattr(session, "_trust_env"):
+                session._trust_env = False
 
     @classmethod
     async def from_kubeconfig(cls, path: str, context: str | None = None) -> KubeClient:
@@ -78,14 +87,21 @@ class KubeClient:
         content_type: str = "application/json",
         client_timeout: aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
+        """One request through the ApiClient's REST client (its TLS, pool and auth).
+
+        Bodies are already plain JSON, so ApiClient.call_api's walk over them to serialize
+        generated models (a large share of the agent's CPU) is skipped."""
         headers = {"Accept": "application/json", "Content-Type": content_type}
-        response: aiohttp.ClientResponse = await self._api.call_api(
-            path,
+        headers.update(self._api.default_headers)
+        query_params: list[tuple[str, str]] = list((query or {}).items())
+        await self._api.update_params_for_auth(headers, query_params, ["BearerToken"])
+        url = str(self._api.configuration.host or "") + path
+        response: aiohttp.ClientResponse = await self._api.rest_client.request(
             method,
-            query_params=list((query or {}).items()),
-            header_params=headers,
+            url,
+            query_params=dict(query_params),
+            headers=headers,
             body=body,
-            auth_settings=["BearerToken"],
             _preload_content=False,
             _request_timeout=client_timeout or aiohttp.ClientTimeout(total=60),
         )

@@ -20,7 +20,8 @@ PODS = ResourceType("", "v1", "pods", "Pod", namespaced=True)
 
 @dataclass
 class PodLedger:
-    """Per Job (namespace/name): which clusters started pods for it, and how many succeeded."""
+    """Per Job (namespace/name): the clusters that started its pods, and its succeeded pods
+    as "cluster/pod"."""
 
     clusters_by_job: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     succeeded: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))

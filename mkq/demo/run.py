@@ -142,11 +142,19 @@ def judge(jobs: list[DemoJob], progress: Progress, ledger: PodLedger) -> Verdict
             continue
         if record["state"] != "Succeeded":
             failures.append(f"{job.key}: ended {record['state']} ({record.get('message') or ''})")
-        ran_in = ledger.clusters_by_job.get(job.key, set())
-        if len(ran_in) != 1:
-            failures.append(f"{job.key}: pods ran in {sorted(ran_in) or 'no cluster'}")
-        elif record.get("cluster") not in ran_in:
-            failures.append(f"{job.key}: manager says {record.get('cluster')}, ran in {ran_in}")
+        # A preempted Job may have started elsewhere first; it must complete in one cluster,
+        # the one the manager names, with exactly its completions.
+        completed_in = {pod.split("/", 1)[0] for pod in ledger.succeeded.get(job.key, set())}
+        completions = job.manifest["spec"]["completions"]
+        succeeded_pods = len(ledger.succeeded.get(job.key, set()))
+        if len(completed_in) != 1:
+            failures.append(f"{job.key}: completed in {sorted(completed_in) or 'no cluster'}")
+        elif record.get("cluster") not in completed_in:
+            failures.append(
+                f"{job.key}: manager says {record.get('cluster')}, completed in {completed_in}"
+            )
+        elif succeeded_pods != completions:
+            failures.append(f"{job.key}: {succeeded_pods} pods succeeded, {completions} wanted")
         per_cluster[record.get("cluster") or "-"] += 1
         wait = _seconds_between(record.get("createdAt"), record.get("admittedAt"))
         if wait is not None:

@@ -22,7 +22,11 @@ Public API (stable; the worker agent and `mkq simulate` use only this):
 - Semantics: Kueue v1beta2 quota admission (cohort trees, borrowing/lending limits, flavor
   assignment and fungibility, partial admission, StrictFIFO/BestEffortFIFO), classical
   preemption, fair sharing (Configuration `fairSharing`: DRS tournament and preemption
-  strategies) and TAS placement (`worker_agent.engine.tas`).
+  strategies), admission fair sharing and TAS placement (`worker_agent.engine.tas`).
+  One deliberate difference: a workload waiting for the victims of its preemptions goes
+  first in the next cycle (Kueue's PrioritizePreemptorWorkloads, alpha there), which
+  guarantees that runs end: without it a reclaimed workload can be re-admitted ahead of its
+  preemptor and preempted again, forever.
 - Transitions the owner reports: `state.finish_workload(key)` (finished or deleted: quota is
   released and the cohort's inadmissible workloads are retried), `state.evict_workload(key)`
   (back to pending), `state.forget_admission(key)` (an admission could not be written).

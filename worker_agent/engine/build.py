@@ -510,6 +510,7 @@ def workload_from(
         ),
         requeued_false=requeued is not None and requeued.status == "False",
         reclaimable=reclaimable,
+        evicted=admission is not None and evicted is not None and evicted.status == "True",
     )
 
 

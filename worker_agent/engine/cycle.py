@@ -102,6 +102,7 @@ class _Entry:
     requeue: str = GENERIC
     admitted: bool = False
     drop_scan: bool = False
+    preemptor: bool = False
 
 
 def schedule(state: EngineState, now: float) -> CycleResult:
@@ -236,7 +237,7 @@ def _pop_heads(state: EngineState) -> list[_Entry]:
         if not cq.queue.active:
             state.nonempty.discard(name)
         if info is not None:
-            heads.append(_Entry(cq=cq, info=info))
+            heads.append(_Entry(cq=cq, info=info, preemptor=cq.queue.preemptor == info.key))
     return heads
 
 
@@ -339,6 +340,7 @@ def _in_order(state: EngineState, entries: list[_Entry]) -> Iterator[_Entry]:
                 priority=entry.info.spec.priority,
                 order_time=entry.info.spec.order_time,
                 payload=entry,
+                preemptor=entry.preemptor,
             )
         )
     for contender in fair_sharing.tournament_order(contenders):
@@ -351,6 +353,7 @@ def _entry_order(entry: _Entry) -> tuple[object, ...]:
     info = entry.info
     return (
         not info.has_quota,
+        not entry.preemptor,
         entry.assignment.borrowing,
         -info.spec.priority,
         info.spec.order_time,
@@ -431,8 +434,7 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
         entry.message += f". Pending the preemption of {len(entry.targets)} workload(s)"
         entry.requeue = PENDING_PREEMPTION
         entry.drop_scan = True
-        if cq.queue.best_effort:
-            cq.queue.sticky = info.key
+        cq.queue.set_preemptor(info.key)
         return None
     now = cycle.now
     admission = Admission(
@@ -451,8 +453,7 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
     state.record_admission(info, cq, admission, usage, now)
     if state.afs_enabled(cq):
         state.charge_entry_penalty(info)
-    if cq.queue.sticky == info.key:
-        cq.queue.sticky = None
+    cq.queue.clear_preemptor(info.key)
     if any(ps.topology_assignment is not None for ps in admission.pod_sets):
         topology.record_admission(state, info.spec, admission)
     entry.admitted = True

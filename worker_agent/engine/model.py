@@ -282,6 +282,8 @@ class WorkloadSpec:
     requeued_false: bool = False
     reclaimable: Mapping[str, int] = field(default_factory=dict)
     """status.reclaimablePods: pods per podSet that finished and give their quota back."""
+    evicted: bool = False
+    """Evicted=True while still holding quota (its pods are stopping): preempted first."""
 
     @property
     def key(self) -> str:

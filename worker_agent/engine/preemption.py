@@ -188,10 +188,12 @@ class _Search:
                 fits, remaining = _fits_in_quota(ancestor, remaining)
                 advantage = advantage or fits
                 previous = ancestor
-        ordered = []
         for group in (hierarchy, priority, same):
             group.sort(key=self._order)
-            ordered.extend(group)
+        # Kueue's candidate iterator: evicted candidates of every class first, then the rest,
+        # each in class order (hierarchical reclaim, priority, own ClusterQueue).
+        ordered = [c for g in (hierarchy, priority, same) for c in g if c.info.spec.evicted]
+        ordered += [c for g in (hierarchy, priority, same) for c in g if not c.info.spec.evicted]
         return ordered, not hierarchy and not priority, not hierarchy
 
     def _order(self, c: _Candidate) -> tuple[object, ...]:
@@ -199,7 +201,15 @@ class _Search:
         admitted = info.admitted_at if info.admitted_at is not None else float("inf")
         same = c.cq is self.cq
         lq_usage = -self.state.local_queue_usage(info) if same and self.afs else 0.0
-        return (same, lq_usage, info.spec.priority, -admitted, info.spec.uid, info.key)
+        return (
+            not info.spec.evicted,
+            same,
+            lq_usage,
+            info.spec.priority,
+            -admitted,
+            info.spec.uid,
+            info.key,
+        )
 
     def _valid(self, c: _Candidate, borrowing: bool) -> bool:
         if c.cq is self.cq:
@@ -348,6 +358,7 @@ def _candidate_key(
         admitted = info.admitted_at if info.admitted_at is not None else float("inf")
         same = info.cluster_queue == cq_name
         return (
+            not info.spec.evicted,
             same,
             -state.local_queue_usage(info) if same and afs else 0.0,
             info.spec.priority,

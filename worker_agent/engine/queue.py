@@ -26,6 +26,7 @@ class PendingQueue:
         "blocked_shapes",
         "by_shape",
         "inadmissible",
+        "preemptor",
         "sticky",
         "usage_of",
     )
@@ -39,6 +40,7 @@ class PendingQueue:
         self.by_shape: dict[int, set[str]] = {}
         self.blocked_shapes: dict[int, str] = {}
         self.sticky: str | None = None
+        self.preemptor: str | None = None
         self.usage_of: Callable[[WorkloadInfo], float] | None = None
 
     def __len__(self) -> int:
@@ -80,6 +82,8 @@ class PendingQueue:
                 keys.discard(key)
         if self.sticky == key:
             self.sticky = None
+        if self.preemptor == key:
+            self.preemptor = None
 
     def pop(self, shape_of: dict[str, int]) -> WorkloadInfo | None:
         if self.usage_of is not None:
@@ -113,6 +117,19 @@ class PendingQueue:
     def _afs_key(self, info: WorkloadInfo) -> tuple[object, ...]:
         assert self.usage_of is not None
         return (self.usage_of(info), info.key != self.sticky, info.order_key)
+
+    def set_preemptor(self, key: str) -> None:
+        """The workload issued preemptions and waits for them: it is the preemptor (and, for
+        BestEffortFIFO, sticky at the head) until admitted or removed."""
+        self.preemptor = key
+        if self.best_effort:
+            self.sticky = key
+
+    def clear_preemptor(self, key: str) -> None:
+        if self.preemptor == key:
+            self.preemptor = None
+        if self.sticky == key:
+            self.sticky = None
 
     def make_inadmissible(self, info: WorkloadInfo) -> None:
         self.inadmissible[info.key] = info

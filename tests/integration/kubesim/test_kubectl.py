@@ -218,3 +218,12 @@ async def test_server_side_apply_merges_list_map_items_by_key(kubectl: Kubectl) 
     await kubectl.ok("apply", "--server-side", "-f", "-", stdin=widget(mine[:1]))
     spec = json.loads(await kubectl.ok("get", "widget", "ssa", "-o", "json"))["spec"]
     assert [part["name"] for part in spec["parts"]] == ["a", "c"]
+
+
+async def test_auth_reviews_and_rbac_objects(kubectl: Kubectl) -> None:
+    """No RBAC is enforced: every valid token may do anything, and says so."""
+    assert (await kubectl.ok("auth", "can-i", "delete", "nodes")).strip() == "yes"
+    assert "kubesim-admin" in await kubectl.ok("auth", "whoami")
+    await kubectl.ok("create", "clusterrole", "reader", "--verb=get,list", "--resource=pods")
+    role = json.loads(await kubectl.ok("get", "clusterrole", "reader", "-o", "json"))
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
