@@ -218,8 +218,6 @@ async def run_mode(
             "MKQ_DISPATCHER": mode,
             "MKQ_WORKER_QPS": str(worker_qps),
             "MKQ_WORKER_BURST": str(int(worker_qps * 2)),
-            "MKQ_RESYNC_SECONDS": "10",
-            "MKQ_GC_SECONDS": "10",
         }
         async with contextlib.AsyncExitStack() as stack:
             await stack.enter_async_context(

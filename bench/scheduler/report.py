@@ -142,9 +142,15 @@ def summary_json(result: RunResult, files: dict[str, str]) -> dict[str, Any]:
             "cycles": cost.cycles,
             # CPU seconds the engine spends per second of simulated time: below 1, one core
             # keeps up with the scenario in real time.
+            # engine mode: per simulated second; cluster mode: the agent's, per wall second
             "schedulingSecondsPerSimulatedSecond": (
                 round(cost.scheduling_cpu_s * 1000 / summary.wall_ms, 4)
-                if summary.wall_ms
+                if summary.wall_ms and result.mode == "engine"
+                else None
+            ),
+            "agentSecondsPerWallSecond": (
+                round(cost.scheduling_cpu_s * 1000 / summary.wall_ms, 4)
+                if summary.wall_ms and result.mode == "cluster"
                 else None
             ),
         },

@@ -7,9 +7,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from manager.agent_report import AgentReport
 from manager.api.errors import install_error_handlers
 from manager.api.routers import clusters, health, queues, reports, workloads
-from manager.api.schemas import AgentReport
 from manager.runtime import ManagerRuntime
 
 

@@ -48,6 +48,7 @@ from manager.remote.connection import (
     Key,
     Unreachable,
 )
+from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 
 log = logging.getLogger(__name__)
 
@@ -185,8 +186,6 @@ class Dispatcher:
     # ---- clusters --------------------------------------------------------------------------
 
     def _connect(self, row: ClusterRow) -> None:
-        from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
-
         try:
             kubeconfig, _ = load_kubeconfig(self._cipher.decrypt(row.kubeconfig_encrypted))
         except (KubeconfigError, ValueError) as error:
@@ -255,6 +254,7 @@ class Dispatcher:
                     cluster=connection.name,
                 )
         self._metrics.cluster_connected.labels(cluster=connection.name).set(1)
+        self._changed()
         for workload_id in set(self._by_workload_name.values()):
             self._queue.add(workload_id)
 
@@ -279,6 +279,7 @@ class Dispatcher:
                     cluster=connection.name,
                 )
         self._metrics.cluster_connected.labels(cluster=connection.name).set(0)
+        self._changed()
 
     def object_changed(self, connection: ClusterConnection, kind: str, key: Key) -> None:
         if kind == LOCAL_QUEUES:

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import selectinload
 
 from manager import states
-from manager.api.schemas import AgentReport
+from manager.agent_report import AgentReport
 from manager.db import clusters as cluster_queries
 from manager.db.events import append_event
 from manager.db.reports import claim_report

@@ -68,6 +68,7 @@ class _Topology:
     """What the manager cluster says this pass: MultiKueue queues and their workers."""
 
     queue_to_config: dict[tuple[str, str], str] = field(default_factory=dict)
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # MultiKueue checks
     configs: dict[str, list[str]] = field(default_factory=dict)
     clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -153,6 +154,7 @@ class ManagerClusterSource:
     async def sync_once(self) -> None:
         topology = self._read_topology()
         await self._sync_workers(topology)
+        await self._sync_checks(topology)
         await self._sync_jobs(topology)
         self.passes += 1
 
@@ -165,6 +167,12 @@ class ManagerClusterSource:
             for ac in self._list("admissionchecks")
             if (ac.get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER
         }
+        topology = _Topology()
+        topology.checks = {
+            ac["metadata"]["name"]: ac
+            for ac in self._list("admissionchecks")
+            if ac["metadata"]["name"] in checks
+        }
         cq_config: dict[str, str] = {}
         for cq in self._list("clusterqueues"):
             strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
@@ -173,7 +181,6 @@ class ManagerClusterSource:
             for name in names:
                 if checks.get(name):
                     cq_config[cq["metadata"]["name"]] = str(checks[name])
-        topology = _Topology()
         for lq in self._list("localqueues"):
             target = (lq.get("spec") or {}).get("clusterQueue")
             if target in cq_config:
@@ -281,10 +288,38 @@ class ManagerClusterSource:
                 row.kubeconfig_encrypted = encrypted
         await runtime.dispatcher.reconnect_cluster(name)
 
+    async def _sync_checks(self, topology: _Topology) -> None:
+        """Kueue's rule: a MultiKueue check is Active while one of its clusters is usable."""
+        ready = self._runtime.dispatcher.ready_connections()
+        for check in topology.checks.values():
+            config = ((check.get("spec") or {}).get("parameters") or {}).get("name")
+            clusters = topology.configs.get(str(config), [])
+            if any(name in ready for name in clusters):
+                await self._set_active(
+                    check,
+                    True,
+                    "SomeActiveClusters",
+                    "at least one worker cluster is connected",
+                    "admissionchecks",
+                )
+            else:
+                await self._set_active(
+                    check,
+                    False,
+                    "NoUsableClusters",
+                    "no worker cluster of this check is connected",
+                    "admissionchecks",
+                )
+
     async def _set_active(
-        self, cluster: dict[str, Any], active: bool, reason: str, message: str
+        self,
+        cluster: dict[str, Any],
+        active: bool,
+        reason: str,
+        message: str,
+        plural: str = "multikueueclusters",
     ) -> None:
-        """Keep the MultiKueueCluster's Active condition true to the facts."""
+        """Keep the Active condition of a MultiKueueCluster or AdmissionCheck true to the facts."""
         status = "True" if active else "False"
         current = [
             c
@@ -306,7 +341,7 @@ class ManagerClusterSource:
             await custom.patch_cluster_custom_object_status(
                 KUEUE_GROUP,
                 KUEUE_VERSION,
-                "multikueueclusters",
+                plural,
                 cluster["metadata"]["name"],
                 {"status": {"conditions": [condition]}},
                 _content_type="application/merge-patch+json",  # type: ignore[call-arg]

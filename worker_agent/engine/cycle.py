@@ -88,6 +88,10 @@ class CycleResult:
     heads: int = 0
     idle: bool = True
     """True when running another cycle now would change nothing."""
+    stall: tuple[object, ...] | None = None
+    """When the cycle admitted, evicted and set aside nothing (every head went back to its
+    heap), the flavor-scan state it left; a run whose stalled cycles repeat a state is
+    periodic and will never change anything durable (see `run_until_quiescent`)."""
 
 
 @dataclass(slots=True)
@@ -148,22 +152,38 @@ def _schedule(state: EngineState, now: float) -> CycleResult:
         cq.node.remove_usages(usage)
     pending: list[PendingUpdate] = []
     idle = not admissions and not cycle.preempted
+    stalled = idle
     for entry in entries + inadmissible:
         if entry.admitted:
             continue
         went_active = _requeue(state, entry, now, pending)
+        if not went_active:
+            stalled = False
         if idle and (not went_active or _scan_state(entry.info) != before[entry.info.key]):
             idle = False
     # Evictions take effect after the heads are requeued, as in Kueue where they are observed
     # after the cycle: releasing the victims' quota then requeues what became inadmissible.
     evictions = cycle.apply_evictions()
+    stall = None
+    if stalled:
+        stall = tuple(
+            sorted((e.info.key, _frozen_scan(e.info)) for e in entries + inadmissible)
+        )
     return CycleResult(
         admissions=tuple(admissions),
         pending=tuple(pending),
         evictions=tuple(evictions),
         heads=len(heads),
         idle=idle,
+        stall=stall,
     )
+
+
+def _frozen_scan(info: WorkloadInfo) -> tuple[tuple[tuple[str, int], ...], ...]:
+    last = info.last_assignment
+    if last is None:
+        return ()
+    return tuple(tuple(sorted(t.items())) for t in last.tried)
 
 
 class _Cycle:

@@ -28,7 +28,7 @@ What Kueue counts, per podSet (``pkg/dra``):
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -36,6 +36,7 @@ import kueue_api as api
 from kueue_api.quantity import Quantity
 
 __all__ = [
+    "DRA_DISABLED",
     "RESOURCE_CLAIMS_UNSUPPORTED",
     "CapacityPolicy",
     "ChargeError",
@@ -50,7 +51,6 @@ __all__ = [
     "add_to_requests",
     "capacity_charge",
     "counter_charge",
-    "dra_disabled_message",
     "is_extended_resource_name",
     "needs_dra",
     "round_to_policy",
@@ -212,11 +212,11 @@ class _FieldError:
 
 
 def _invalid(path: str, bad_value: object, detail: str) -> _FieldError:
-    return _FieldError(path, "Invalid value", json.dumps(bad_value), detail)
+    return _FieldError(path, "Invalid value", json.dumps(bad_value, ensure_ascii=False), detail)
 
 
 def _not_found(path: str, value: str) -> _FieldError:
-    return _FieldError(path, "Not found", json.dumps(value), "")
+    return _FieldError(path, "Not found", json.dumps(value, ensure_ascii=False), "")
 
 
 def _internal(path: str, detail: str) -> _FieldError:
@@ -283,10 +283,6 @@ def needs_dra(pod_sets: Sequence[tuple[str, api.PodSpec]], inventory: DRAInvento
                 if quantity.sign() != 0 and is_extended_resource_name(name) and name in backed:
                     return True
     return False
-
-
-def dra_disabled_message() -> str:
-    return DRA_DISABLED
 
 
 # --- the ResourceClaimTemplate path --------------------------------------------------------
@@ -795,6 +791,7 @@ def workload_dra(
 
 # --- the objects an owner feeds ------------------------------------------------------------
 
+
 def _may_use_dra(workload: api.Workload) -> bool:
     """Whether a workload's requests can depend on DRA objects: it references claims or asks
     for an extended resource (which a DeviceClass may come to back)."""
@@ -866,6 +863,9 @@ class DRAObjects:
     def forget(self, key: str) -> None:
         self._workloads.pop(key, None)
 
-    def dependents(self) -> list[api.Workload]:
-        """The workloads to feed again after a DRA object changed."""
+    def dependents(self, present: Container[str]) -> list[api.Workload]:
+        """The workloads to feed again after a DRA object changed: those still `present`
+        in the engine (keys); any other is forgotten, never brought back."""
+        for key in [key for key in self._workloads if key not in present]:
+            del self._workloads[key]
         return list(self._workloads.values())

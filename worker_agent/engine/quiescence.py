@@ -19,10 +19,21 @@ class QuiescentRun:
 
 
 def run_until_quiescent(state: EngineState, now: float, max_cycles: int = 100_000) -> QuiescentRun:
+    """Cycle until nothing changes. Besides a cycle that leaves everything as it found it,
+    a run also ends when its stalled cycles (no admission, eviction or workload set aside)
+    come back to a flavor-scan state already seen: Kueue would go on trying forever (a
+    StrictFIFO head alternating between two flavors, say) without anything durable changing."""
     results: list[CycleResult] = []
+    seen: set[tuple[object, ...]] = set()
     for _ in range(max_cycles):
         result = schedule(state, now)
         results.append(result)
         if result.idle:
             return QuiescentRun(cycles=len(results), results=tuple(results))
+        if result.stall is None:
+            seen.clear()
+        elif result.stall in seen:
+            return QuiescentRun(cycles=len(results), results=tuple(results))
+        else:
+            seen.add(result.stall)
     raise NoQuiescence(f"no quiescent state after {max_cycles} scheduling cycles")

@@ -97,3 +97,25 @@ async def delete_cluster(name: str, runtime: Runtime, _: User) -> Response:
             session, at=runtime.clock.now(), kind="ClusterDeleted", message="deleted", cluster=name
         )
     return Response(status_code=204)
+
+
+@router.post("/{name}/token", response_model=ClusterCreated, response_model_by_alias=True)
+async def rotate_token(name: str, runtime: Runtime, _: User) -> ClusterCreated:
+    """A new agent token for the cluster (the old one stops working), shown only this once.
+
+    Clusters defined by MultiKueueCluster objects get their agent token this way.
+    """
+    token = new_token()
+    async with runtime.sessions.begin() as session:
+        row = await queries.get_cluster(session, name)
+        if row is None:
+            raise ApiError(404, "NotFound", f"cluster {name!r} not found", "name")
+        row.token_sha256 = token_digest(token)
+        append_event(
+            session,
+            at=runtime.clock.now(),
+            kind="TokenRotated",
+            message="new agent token",
+            cluster=name,
+        )
+    return ClusterCreated(name=name, token=token)

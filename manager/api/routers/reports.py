@@ -8,9 +8,9 @@ from fastapi import APIRouter, Header, Request
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
+from manager.agent_report import AgentReport, ReportAck
 from manager.api.deps import Runtime, bearer_token
 from manager.api.errors import ApiError
-from manager.api.schemas import AgentReport, ReportAck
 from manager.db import clusters as cluster_queries
 from manager.db.credentials import token_matches
 from manager.dispatch.reports import apply_report

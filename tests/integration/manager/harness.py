@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import uvicorn
 
-from manager.api.app import create_app
 from manager.dispatch.timing import Clock
 from manager.runtime import ManagerRuntime
+from manager.server import running_manager
 from manager.settings import ManagerSettings
 
 API_TOKEN = "test-api-token-0123456789"
@@ -51,37 +50,13 @@ async def serve_manager(
     clock: Clock | None = None,
     manager_kubeconfig: dict[str, Any] | None = None,
 ) -> AsyncIterator[RunningManager]:
-    holder: dict[str, ManagerRuntime] = {}
-
-    async def open_runtime() -> ManagerRuntime:
-        runtime = await ManagerRuntime.open(settings, clock, manager_kubeconfig)
-        holder["runtime"] = runtime
-        return runtime
-
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(open_runtime),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-        )
-    )
-    task = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.02)
-        url = f"http://127.0.0.1:{port}"
-        async with httpx.AsyncClient(
-            base_url=url, headers={"Authorization": f"Bearer {API_TOKEN}"}, timeout=30
-        ) as client:
-            yield RunningManager(url, holder["runtime"], client)
-    finally:
-        server.should_exit = True
-        await task
+    async with (
+        running_manager(settings, clock=clock, manager_kubeconfig=manager_kubeconfig) as running,
+        httpx.AsyncClient(
+            base_url=running.url, headers={"Authorization": f"Bearer {API_TOKEN}"}, timeout=30
+        ) as client,
+    ):
+        yield RunningManager(running.url, running.runtime, client)
 
 
 async def eventually(check: Any, *, within: float = 60.0, interval: float = 0.2) -> Any:

@@ -202,3 +202,10 @@ async def test_agent_reports_need_their_cluster_token_and_are_idempotent(
         assert cluster["lastContact"] is not None
         broken = await manager.client.post(url, json={"reportId": ""}, headers=agent)
         assert broken.status_code == 422
+        rotated = await manager.client.post("/api/v1/clusters/w1/token")
+        assert rotated.status_code == 200
+        report["reportId"] = "r-2"
+        old = await manager.client.post(url, json=report, headers=agent)
+        assert old.status_code == 401
+        new = {"Authorization": f"Bearer {rotated.json()['token']}"}
+        assert (await manager.client.post(url, json=report, headers=new)).status_code == 200

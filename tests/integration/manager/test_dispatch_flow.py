@@ -243,6 +243,11 @@ async def test_an_unknown_queue_is_refused_when_workers_are_connected(
         assert response.status_code == 422
         assert response.json()["error"]["reason"] == "UnknownQueue"
         assert "default/no-such-queue" in response.json()["error"]["message"]
+        unknown_priority = job("lost")
+        unknown_priority["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "vip"
+        response = await manager.client.post("/api/v1/workloads", json=unknown_priority)
+        assert response.status_code == 422
+        assert response.json()["error"]["reason"] == "UnknownPriorityClass"
         assert (await manager.client.get("/api/v1/workloads")).json()["items"] == []
 
 
@@ -302,3 +307,36 @@ async def test_a_job_deleted_by_ttl_after_it_finished_is_not_run_again(
         await manager.runtime.dispatcher._resync()
         assert await job_names(d1) == [] and await job_names(d2) == []
         assert [a["cluster"] for a in body["attempts"] if a["state"] == "Succeeded"] == ["w1"]
+
+
+async def test_priority_comes_from_the_workers_priority_class(settings: ManagerSettings) -> None:
+    async with workers("w1") as pairs, serve_manager(settings) as manager:
+        cluster, double = pairs[0]
+        await double.custom.create_cluster_custom_object(
+            "kueue.x-k8s.io",
+            "v1beta2",
+            "workloadpriorityclasses",
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": "high"},
+                "value": 100,
+            },
+        )
+        await manager.register("w1", cluster.kubeconfig)
+        await wait_connected(manager, "w1")
+        body = job("important")
+        body["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "high"
+        record = (await manager.client.post("/api/v1/workloads", json=body)).json()
+        assert record["priority"] == 100
+
+        async def copied() -> list[dict[str, Any]]:
+            return [
+                w
+                for w in await double.workloads()
+                if w["metadata"]["name"] == record["workloadName"]
+            ]
+
+        (copy_,) = await eventually(copied)
+        assert copy_["spec"]["priority"] == 100
+        assert copy_["spec"]["priorityClassRef"]["name"] == "high"

@@ -124,3 +124,52 @@ async def test_an_expired_watch_is_a_relist_not_a_lost_worker(settings: ManagerS
         await eventually(job_created)
         body = (await manager.client.get("/api/v1/clusters/w1")).json()
         assert body["state"] == "Connected" and body["unreachableSince"] is None
+
+
+async def test_the_worker_lost_clock_survives_a_manager_restart(
+    settings: ManagerSettings,
+) -> None:
+    clock = ManualClock()
+    async with workers("w1", "w2") as pairs:
+        (c1, d1), (c2, d2) = pairs
+        proxy = CuttableProxy(int(urlparse(c2.url).port or 0))
+        await proxy.start()
+        try:
+            async with serve_manager(settings, clock) as manager:
+                await manager.register("w1", c1.kubeconfig)
+                await manager.register("w2", through(proxy, c2.kubeconfig))
+                await wait_connected(manager, "w1", "w2")
+                wl = (await submit(manager, "kept"))["workloadName"]
+
+                async def in_w2() -> bool:
+                    return wl in await copies(d2) and wl in await copies(d1)
+
+                await eventually(in_w2)
+                await d2.admit("default", wl)
+
+                async def job_in_w2() -> bool:
+                    return "kept" in await job_names(d2)
+
+                await eventually(job_in_w2)
+                await proxy.cut()
+
+                async def unreachable() -> str | None:
+                    body = (await manager.client.get("/api/v1/clusters/w2")).json()
+                    return body["unreachableSince"]
+
+                since = await eventually(unreachable)
+            clock.advance(timedelta(minutes=10))
+            async with serve_manager(settings, clock) as manager:
+                body = (await manager.client.get("/api/v1/clusters/w2")).json()
+                assert body["unreachableSince"] == since  # not restarted by the new manager
+                dispatcher = manager.runtime.dispatcher
+                assert await dispatcher.check_lost_workers() == []
+                clock.advance(timedelta(minutes=6))
+                assert await dispatcher.check_lost_workers() == ["w2"]
+
+                async def moved() -> bool:
+                    return wl in await copies(d1)
+
+                await eventually(moved)
+        finally:
+            await proxy.close()

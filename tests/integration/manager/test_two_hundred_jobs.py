@@ -225,5 +225,9 @@ async def test_two_hundred_jobs_from_both_sources_each_run_once(
                 )
                 conditions = {c["type"]: c for c in active["status"]["conditions"]}
                 assert conditions["Active"]["status"] == "True"
+                check = await mgr_double.custom.get_cluster_custom_object(
+                    GROUP, VERSION, "admissionchecks", "mk-check"
+                )
+                assert check["status"]["conditions"][0]["reason"] == "SomeActiveClusters"
         finally:
             await mgr_double.close()

@@ -483,3 +483,44 @@ def test_mapping_first_occurrence_wins() -> None:
 def test_add_to_requests_sums_with_existing_requests() -> None:
     dra = PodSetDRA({"foo": 2, "cpu": 1000})
     assert add_to_requests({"cpu": 500, "foo": 1}, dra) == {"cpu": 1500, "foo": 3}
+
+
+def test_init_containers_take_the_max_and_regular_ones_the_sum() -> None:
+    inv = inventory(None, classes=[device_class("gpu.example.com", "example.com/gpu")])
+    gpu = "example.com/gpu"
+    spec = pod(
+        containers=[
+            {"name": "c1", "resources": {"requests": {gpu: "1"}}},
+            {"name": "c2", "resources": {"requests": {gpu: "2"}}},
+        ],
+        init_containers=[
+            {"name": "i1", "resources": {"requests": {gpu: "5"}}},
+            {"name": "i2", "resources": {"requests": {gpu: "3"}}},
+        ],
+    )
+    assert workload_dra(NS, [("main", spec)], inv).for_pod_set("main").resources == {gpu: 5}
+
+
+SHARED_KEY = config([{"name": "gpu-claims", "deviceClassNames": ["class-a", "class-b"]}])
+SHARED_CLASSES = [
+    device_class("class-a", "vendor.example/a"),
+    device_class("class-b", "vendor.example/b"),
+]
+
+
+def test_names_sharing_a_quota_key_are_aggregated_separately_then_added() -> None:
+    spec = pod(
+        containers=[{"name": "c", "resources": {"requests": {"vendor.example/b": "5"}}}],
+        init_containers=[{"name": "i", "resources": {"requests": {"vendor.example/a": "5"}}}],
+    )
+    out = workload_dra(NS, [("main", spec)], inventory(SHARED_KEY, classes=SHARED_CLASSES))
+    assert out.for_pod_set("main") == PodSetDRA(
+        {"gpu-claims": 10}, frozenset({"vendor.example/a", "vendor.example/b"})
+    )
+
+
+def test_a_negative_request_does_not_offset_another_name_under_the_same_key() -> None:
+    requests = {"vendor.example/a": "5", "vendor.example/b": "-3"}
+    spec = pod(containers=[{"name": "c", "resources": {"requests": requests}}])
+    out = workload_dra(NS, [("main", spec)], inventory(SHARED_KEY, classes=SHARED_CLASSES))
+    assert out.for_pod_set("main") == PodSetDRA({"gpu-claims": 5}, frozenset({"vendor.example/a"}))

@@ -88,10 +88,11 @@ workload_st = st.tuples(
     st.integers(1, 6),  # cpu
     st.integers(1, 3),  # count
     st.integers(0, 20),  # creation
+    st.booleans(),  # partial admission allowed (minCount 1)
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cqs=st.lists(st.integers(), min_size=2, max_size=4).flatmap(
         lambda xs: st.tuples(*(cq_st(i) for i in range(len(xs))))
@@ -104,7 +105,7 @@ def test_quiescent_runs_end_within_limits(
     cqs: tuple[ClusterQueueSpec, ...],
     parent: bool,
     fair: bool,
-    workloads: list[tuple[int, int, int, int, int]],
+    workloads: list[tuple[int, int, int, int, int, bool]],
 ) -> None:
     state = EngineState(EngineConfig(fair_sharing=fair))
     state.upsert_namespace(NamespaceSpec("ns"))
@@ -116,13 +117,17 @@ def test_quiescent_runs_end_within_limits(
     for cq in cqs:
         state.upsert_cluster_queue(cq)
         state.upsert_local_queue(LocalQueueSpec("ns", cq.name, cq.name))
-    for i, (queue, priority, cpu, count, created) in enumerate(workloads):
+    for i, (queue, priority, cpu, count, created, partial) in enumerate(workloads):
         state.upsert_workload(
             WorkloadSpec(
                 namespace="ns",
                 name=f"w{i}",
                 queue_name=cqs[queue % len(cqs)].name,
-                pod_sets=(PodSetSpec("main", count, {"cpu": cpu * 1000}),),
+                pod_sets=(
+                    PodSetSpec(
+                        "main", count, {"cpu": cpu * 1000}, min_count=1 if partial else None
+                    ),
+                ),
                 priority=priority,
                 creation_time=float(created),
                 uid=f"u{i}",
@@ -142,6 +147,7 @@ def test_quiescent_runs_end_within_limits(
             for psa in info.admission.pod_sets:
                 spec = next(p for p in info.spec.pod_sets if p.name == psa.name)
                 assert psa.resource_usage["cpu"] == spec.per_pod["cpu"] * psa.count
+                assert (spec.min_count or spec.count) <= psa.count <= spec.count
                 assert psa.flavors["cpu"] in {f.name for f in cq.spec.resource_groups[0].flavors}
     for node in state.cohorts.values():
         if node.parent is None:

@@ -1,0 +1,71 @@
+"""The agent -> manager report: `POST /api/v1/clusters/{name}/reports` (camelCase JSON).
+
+The contract the worker agents build to (see the common brief): admissions, finishes,
+evictions and capacity, with a reportId that makes a retried report a no-op.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class ReportedPodSet(Wire):
+    name: str
+    count: int = 0
+    flavors: dict[str, str] = Field(default_factory=dict)
+
+
+class ReportedAdmission(Wire):
+    namespace: str
+    name: str
+    uid: str | None = None
+    cluster_queue: str | None = None
+    admitted_at: datetime | None = None
+    pod_sets: list[ReportedPodSet] = Field(default_factory=list)
+
+
+class ReportedFinish(Wire):
+    namespace: str
+    name: str
+    uid: str | None = None
+    state: str = Field(pattern="^(Succeeded|Failed)$")
+    finished_at: datetime | None = None
+    message: str | None = None
+
+
+class ReportedEviction(Wire):
+    namespace: str
+    name: str
+    uid: str | None = None
+    reason: str = "Evicted"
+    at: datetime | None = None
+
+
+class ReportedCapacity(Wire):
+    cluster_queue: str
+    flavor: str
+    resource: str
+    nominal: str
+    usage: str
+    pending: int = 0
+
+
+class AgentReport(Wire):
+    report_id: str = Field(min_length=1, max_length=128)
+    sent_at: datetime | None = None
+    admissions: list[ReportedAdmission] = Field(default_factory=list)
+    finishes: list[ReportedFinish] = Field(default_factory=list)
+    evictions: list[ReportedEviction] = Field(default_factory=list)
+    capacity: list[ReportedCapacity] | None = None
+
+
+class ReportAck(Wire):
+    accepted: bool
+    duplicate: bool

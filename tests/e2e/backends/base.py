@@ -1,0 +1,61 @@
+"""What a test receives from a backend, whichever one it is.
+
+A test sees kubeconfig files, the manager's REST address and token, and a few operator actions
+(make a worker unreachable, restart the manager). It never learns whether the clusters are
+kubesim instances in this process or kind clusters in Docker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+
+# The two workers every backend provides, named as in deploy/examples/.
+CPU_WORKER = "worker-cpu"  # CPU pool; its queues preempt lower priorities
+TAS_WORKER = "worker-tas"  # nodes labelled block/rack/host; its flavor has a Topology
+WORKERS = (CPU_WORKER, TAS_WORKER)
+MANAGER_CLUSTER = "manager"
+
+
+@dataclass(frozen=True)
+class SystemOptions:
+    """Manager settings for one test, by ManagerSettings field name (MKQ_<NAME> in a pod)."""
+
+    manager: Mapping[str, str | int | float] = field(default_factory=dict)
+
+
+class System(Protocol):
+    """A running manager with its manager cluster and two worker clusters, each with an agent."""
+
+    kubeconfigs: Mapping[str, Path]  # MANAGER_CLUSTER and each of WORKERS
+    api_url: str  # http://host:port (the API is under /api/v1)
+    api_token: str
+
+    @property
+    def workers(self) -> tuple[str, ...]: ...
+
+    async def make_unreachable(self, worker: str) -> None:
+        """The worker cluster stops answering, as a cluster lost to a network split would."""
+
+    def manager_stopped(self) -> AbstractAsyncContextManager[None]:
+        """The manager (API and dispatcher) is down inside the block, and starts again on the
+        same database when it ends."""
+
+
+class Backend(Protocol):
+    name: str
+
+    def system(self, options: SystemOptions) -> AbstractAsyncContextManager[System]: ...
+
+
+def api_client(system: System) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=f"{system.api_url}/api/v1",
+        headers={"Authorization": f"Bearer {system.api_token}"},
+        timeout=30,
+    )

@@ -1,0 +1,195 @@
+"""The default backend: kubesim clusters, the manager and the agents in this event loop.
+
+It composes the demo's parts (mkq/demo/system.py) with two workers instead of three and the
+manager settings a test asks for, on the Postgres database the test module owns.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import secrets
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+import yaml
+from cryptography.fernet import Fernet
+
+from kubesim import ClusterSpec, RunningCluster, run_clusters
+from manager.api.app import create_app
+from manager.runtime import ManagerRuntime
+from manager.settings import ManagerSettings
+from mkq.demo.manifests import EXAMPLES, apply_file, create, read_documents
+from mkq.demo.system import CRDS, KUEUE_NAMESPACE, _free_port, _serve, _stop_server
+from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
+from worker_agent.agent import Agent, AgentConfig
+from worker_agent.kube_client import KubeClient
+
+# Fast periods so that a test sees each step within a second or two.
+BASE_SETTINGS: dict[str, Any] = {
+    "kueue_namespace": KUEUE_NAMESPACE,
+    "manager_cluster_seconds": 0.5,
+    "resync_seconds": 2.0,
+    "gc_seconds": 2.0,
+    "lost_check_seconds": 0.5,
+    "reconnect_base_seconds": 0.2,
+    "reconnect_cap_seconds": 1.0,
+    "capacity_freshness_seconds": 30.0,
+}
+
+
+def manager_setup(workers: tuple[str, ...]) -> list[dict[str, Any]]:
+    """deploy/examples/manager-setup.yaml, with the MultiKueue objects cut down to `workers`."""
+    documents = []
+    for obj in read_documents(EXAMPLES / "manager-setup.yaml"):
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        if kind == "MultiKueueCluster" and name not in workers:
+            continue
+        if kind == "MultiKueueConfig":
+            obj["spec"]["clusters"] = [c for c in obj["spec"]["clusters"] if c in workers]
+        documents.append(obj)
+    return documents
+
+
+@dataclass
+class KubesimSystem:
+    clusters: dict[str, RunningCluster]
+    clients: dict[str, KubeClient]
+    settings: ManagerSettings
+    port: int
+    kubeconfigs: dict[str, Path] = field(default_factory=dict)
+    agents: dict[str, Agent] = field(default_factory=dict)
+    _server: tuple[uvicorn.Server, Any] | None = None
+
+    @property
+    def workers(self) -> tuple[str, ...]:
+        return WORKERS
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_token(self) -> str:
+        return self.settings.api_token
+
+    async def start_manager(self) -> None:
+        manager_kubeconfig = self.clusters[MANAGER_CLUSTER].kubeconfig
+
+        async def open_runtime() -> ManagerRuntime:
+            return await ManagerRuntime.open(self.settings, manager_kubeconfig=manager_kubeconfig)
+
+        self._server = await _serve(create_app(open_runtime), self.port)
+
+    async def stop_manager(self) -> None:
+        if self._server is not None:
+            server, task = self._server
+            self._server = None
+            await _stop_server(server, task)
+
+    @contextlib.asynccontextmanager
+    async def manager_stopped(self) -> AsyncIterator[None]:
+        await self.stop_manager()
+        try:
+            yield
+        finally:
+            await self.start_manager()
+
+    async def stop_agent(self, worker: str, *, release_lease: bool = True) -> None:
+        agent = self.agents.pop(worker, None)
+        if agent is not None:
+            await agent.stop(release_lease=release_lease)
+
+    async def make_unreachable(self, worker: str) -> None:
+        # Its agent dies with it (it runs in that cluster); then the API server goes away.
+        await self.stop_agent(worker, release_lease=False)
+        await self.clusters[worker].stop()
+
+
+async def _register(system: KubesimSystem) -> dict[str, str]:
+    """Register each worker through REST, and publish its kubeconfig for MultiKueueCluster."""
+    tokens: dict[str, str] = {}
+    async with api_client(system) as api:
+        for name in WORKERS:
+            text = yaml.safe_dump(system.clusters[name].kubeconfig)
+            response = await api.post("/clusters", json={"name": name, "kubeconfig": text})
+            response.raise_for_status()
+            tokens[name] = response.json()["token"]
+    client = system.clients[MANAGER_CLUSTER]
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
+    await create(client, namespace)
+    for name in WORKERS:
+        text = yaml.safe_dump(system.clusters[name].kubeconfig)
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": f"{name}-kubeconfig", "namespace": KUEUE_NAMESPACE},
+            "data": {"kubeconfig": base64.b64encode(text.encode()).decode()},
+        }
+        await create(client, secret)
+    for obj in manager_setup(WORKERS):
+        await create(client, obj)
+    return tokens
+
+
+class KubesimBackend:
+    name = "kubesim"
+
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+
+    @contextlib.asynccontextmanager
+    async def system(self, options: SystemOptions) -> AsyncIterator[KubesimSystem]:
+        async with contextlib.AsyncExitStack() as stack:
+            scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mkq-e2e-")))
+            specs = [
+                ClusterSpec(
+                    name=name,
+                    nodes=EXAMPLES / "nodes" / f"{name}.yaml",
+                    crds=sorted(CRDS.glob("*.yaml")),
+                    kubeconfig_dir=scratch,
+                )
+                for name in (MANAGER_CLUSTER, *WORKERS)
+            ]
+            running = await stack.enter_async_context(run_clusters(specs))
+            clusters = {c.name: c for c in running}
+            clients: dict[str, KubeClient] = {}
+            for name, cluster in clusters.items():
+                clients[name] = await KubeClient.from_kubeconfig(str(cluster.kubeconfig_path))
+                stack.push_async_callback(clients[name].close)
+            for name in WORKERS:
+                await apply_file(clients[name], EXAMPLES / f"{name}-setup.yaml")
+            settings = ManagerSettings(
+                database_url=self.database_url,
+                api_token=secrets.token_urlsafe(24),
+                encryption_key=Fernet.generate_key().decode(),
+                **{**BASE_SETTINGS, **options.manager},
+            )
+            system = KubesimSystem(clusters, clients, settings, _free_port())
+            system.kubeconfigs = {n: c.kubeconfig_path for n, c in clusters.items()}
+            await system.start_manager()
+            stack.push_async_callback(system.stop_manager)
+            tokens = await _register(system)
+            for name in WORKERS:
+                config = AgentConfig(
+                    cluster_name=name,
+                    manager_url=system.api_url,
+                    token=tokens[name],
+                    report_interval=0.5,
+                    retry_period=0.5,
+                )
+                agent = Agent(config, clients[name])
+                await agent.start()
+                system.agents[name] = agent
+            # Agents stop before the manager and the clusters (the stack unwinds in reverse).
+            stack.push_async_callback(_stop_agents, system)
+            yield system
+
+
+async def _stop_agents(system: KubesimSystem) -> None:
+    for name in list(system.agents):
+        await system.stop_agent(name)

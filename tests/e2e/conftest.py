@@ -1,0 +1,176 @@
+"""Fixtures of the e2e suite: which backend runs the clusters, and the manager's database.
+
+kubesim is the default. kind is used when MKQ_E2E_KIND=1 and `docker info` answers; asking
+for kind without a Docker engine is an error, not a silent fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import asyncpg
+import pytest
+from sqlalchemy.engine.url import make_url
+
+from manager.db.schema import migrate
+from manager.db.session import make_engine
+from mkq.demo.ledger import PodLedger
+from tests.e2e.backends.base import Backend, System, SystemOptions
+from worker_agent.kube_client import KubeClient
+
+BASE_URL = os.environ.get(
+    "MKQ_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
+
+
+def kind_requested() -> bool:
+    return os.environ.get("MKQ_E2E_KIND") == "1"
+
+
+def docker_works() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        result = subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
+def _plain(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def _admin(sql: str) -> None:
+    connection = await asyncpg.connect(_plain(BASE_URL))
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
+
+
+async def _create_and_migrate(name: str, url: str) -> None:
+    await _admin(f'CREATE DATABASE "{name}"')
+    engine = make_engine(url)
+    try:
+        await migrate(engine)
+    finally:
+        await engine.dispose()
+
+
+async def _empty(url: str) -> None:
+    """Every table but Alembic's emptied: each test starts from a migrated, empty store."""
+    connection = await asyncpg.connect(_plain(url))
+    try:
+        tables = [
+            row["tablename"]
+            for row in await connection.fetch(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                " AND tablename <> 'alembic_version'"
+            )
+        ]
+        if tables:
+            names = ", ".join(f'"{t}"' for t in tables)
+            await connection.execute(f"TRUNCATE {names} RESTART IDENTITY CASCADE")
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="module")
+def module_database() -> Iterator[str | None]:
+    """A fresh Postgres database for the test module, dropped after it (kind brings its own)."""
+    if kind_requested():
+        yield None
+        return
+    name = f"mkq_e2e_{secrets.token_hex(4)}"
+    url = make_url(BASE_URL).set(database=name).render_as_string(hide_password=False)
+    asyncio.run(_create_and_migrate(name, url))
+    yield url
+    asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def kind_environment() -> Iterator[Any]:
+    """The kind clusters, created once per session (only when kind was asked for)."""
+    if not kind_requested():
+        yield None
+        return
+    if not docker_works():
+        raise pytest.UsageError("MKQ_E2E_KIND=1 but `docker info` fails: no Docker engine")
+    from tests.e2e.backends.kind_backend import KindEnvironment
+
+    environment = KindEnvironment.create()
+    try:
+        yield environment
+    finally:
+        environment.delete()
+
+
+@pytest.fixture
+async def backend(kind_environment: Any, module_database: str | None) -> Backend:
+    if kind_environment is not None:
+        from tests.e2e.backends.kind_backend import KindBackend
+
+        return KindBackend(kind_environment)
+    from tests.e2e.backends.kubesim_backend import KubesimBackend
+
+    assert module_database is not None
+    await _empty(module_database)
+    return KubesimBackend(module_database)
+
+
+StartSystem = Callable[..., AbstractAsyncContextManager[System]]
+
+
+@pytest.fixture
+def start_system(backend: Backend) -> StartSystem:
+    """`async with start_system(dispatcher="BestFit") as system:` (ManagerSettings names)."""
+
+    def start(**manager: str | int | float) -> AbstractAsyncContextManager[System]:
+        return backend.system(SystemOptions(manager=manager))
+
+    return start
+
+
+class Ledger(PodLedger):
+    """Pods seen in the workers, for "ran exactly once" (the demo's ledger, with its clients)."""
+
+    clients: list[KubeClient]
+
+    async def close(self) -> None:
+        await self.stop()
+        for client in self.clients:
+            await client.close()
+
+
+async def open_ledger(system: System) -> Ledger:
+    ledger = Ledger()
+    ledger.clients = []
+    clients = {}
+    for name in system.workers:
+        client = await KubeClient.from_kubeconfig(str(system.kubeconfigs[name]))
+        ledger.clients.append(client)
+        clients[name] = client
+    ledger.start(clients)
+    return ledger
+
+
+@pytest.fixture
+async def ledgers() -> AsyncIterator[Callable[[System], Any]]:
+    opened: list[Ledger] = []
+
+    async def open_for(system: System) -> Ledger:
+        ledger = await open_ledger(system)
+        opened.append(ledger)
+        return ledger
+
+    yield open_for
+    for ledger in opened:
+        await ledger.close()

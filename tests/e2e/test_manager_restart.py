@@ -1,0 +1,66 @@
+"""The manager stops mid-flight and starts again on the same database: nothing is lost and
+nothing runs twice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.backends.base import api_client
+from tests.e2e.conftest import StartSystem
+from tests.e2e.jobs import completions, job, unique
+from tests.e2e.observe import eventually, wait_all_final, workload
+from tests.e2e.steps import submit_rest, submit_to_manager_cluster, wait_connected
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def test_restart_loses_nothing_and_runs_nothing_twice(
+    start_system: StartSystem, ledgers: Any
+) -> None:
+    async with start_system(dispatcher="AllAtOnce") as system, api_client(system) as api:
+        await wait_connected(system, api)
+        ledger = await ledgers(system)
+        jobs: dict[str, dict[str, Any]] = {}
+        for i in range(4):
+            route = "manager-cluster" if i % 2 == 0 else "rest"
+            manifest = job(unique(f"before-{i}"), pods=1 + i % 2, seconds=3, route=route)
+            jobs[manifest["metadata"]["name"]] = manifest
+            if route == "rest":
+                await submit_rest(api, manifest)
+            else:
+                await submit_to_manager_cluster(system, manifest)
+        # Mid-flight: something already runs, something is still on its way.
+        await eventually(
+            lambda: workload(api, "team-a", next(iter(jobs))),
+            lambda r: r is not None and r["state"] == "Running",
+            timeout=30,
+            what="the first Job running",
+        )
+
+        async with system.manager_stopped():
+            # Work keeps arriving at the manager cluster while the manager is down.
+            late = job(unique("while-down"), pods=2, seconds=1, route="manager-cluster")
+            jobs[late["metadata"]["name"]] = late
+            await submit_to_manager_cluster(system, late)
+            # ...and the running Job finishes in its worker before the manager is back.
+            first = next(iter(jobs))
+
+            async def first_succeeded() -> int:
+                return len(ledger.succeeded.get(f"team-a/{first}", set()))
+
+            await eventually(
+                first_succeeded,
+                lambda n: n == completions(jobs[first]),
+                timeout=30,
+                what=f"{first} finished in its worker while the manager is down",
+            )
+
+        records = await wait_all_final(api, [("team-a", n) for n in jobs], timeout=60)
+        for (namespace, name), record in records.items():
+            assert record["state"] == "Succeeded", record
+            key = f"{namespace}/{name}"
+            # Pods ran only in the winner, and it completed exactly its completions.
+            assert ledger.clusters_by_job.get(key) == {record["cluster"]}, (key, record)
+            assert len(ledger.succeeded.get(key, set())) == completions(jobs[name]), key
