@@ -9,8 +9,10 @@ keeps running through API server restarts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
 
 import aiohttp
 
@@ -22,6 +24,9 @@ from worker_agent.resources import ResourceType
 log = logging.getLogger(__name__)
 
 ChangeHandler = Callable[[Change], None]
+
+
+_EXPECTED = (ApiError, aiohttp.ClientError, OSError, ValueError, TimeoutError)
 
 
 class _Relist(Exception):
@@ -85,7 +90,7 @@ class Informer:
                 raise
             except _Relist:
                 need_list = True
-            except (ApiError, aiohttp.ClientError, OSError, ValueError, TimeoutError) as error:
+            except Exception as error:  # any failure: back off and relist, never stop
                 if isinstance(error, ApiError) and error.gone:
                     need_list = True
                     continue
@@ -99,7 +104,8 @@ class Informer:
                     self._on_error(self.rt, error)
                 delay = self._backoff.delay(failures)
                 failures += 1
-                log.debug("informer %s: %s; retrying in %.1fs", self.rt, error, delay)
+                level = logging.DEBUG if isinstance(error, _EXPECTED) else logging.WARNING
+                log.log(level, "informer %s: %r; retrying in %.1fs", self.rt, error, delay)
                 await asyncio.sleep(delay)
 
     async def _list(self) -> None:
@@ -116,6 +122,11 @@ class Informer:
             self._watch_timeout,
             self.label_selector,
         )
+        # aclosing: a cancelled informer closes its watch connection now, not at GC.
+        async with contextlib.aclosing(stream):
+            await self._consume(stream)
+
+    async def _consume(self, stream: AsyncGenerator[dict[str, Any], None]) -> None:
         async for event in stream:
             kind = event.get("type")
             obj = event.get("object") or {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import aiohttp
@@ -139,7 +139,7 @@ class KubeClient:
         namespace: str | None = None,
         timeout_seconds: int = 300,
         label_selector: str | None = None,
-    ) -> AsyncIterator[JsonObject]:
+    ) -> AsyncGenerator[JsonObject, None]:
         """Watch events ({"type", "object"}) from a resourceVersion, bookmarks included."""
         query = {
             "watch": "true",

@@ -103,11 +103,15 @@ class LeaderElector:
                 raise
             return True
         if self._held_by_other(lease):
+            log.debug(
+                "lease %s held by %s", self.name, (lease.get("spec") or {}).get("holderIdentity")
+            )
             return False
         try:
             await self._client.replace(LEASES, self._lease(lease))
         except ApiError as error:
             if error.conflict:
+                log.debug("lease %s: conflict taking it over", self.name)
                 return False
             raise
         return True
@@ -120,8 +124,8 @@ class LeaderElector:
                     self.is_leader = True
                     log.info("leader lease %s/%s acquired", self.namespace, self.name)
                     return
-            except (ApiError, OSError) as error:
-                log.warning("leader election: %s", error)
+            except Exception as error:
+                log.warning("leader election: %r", error)
             await asyncio.sleep(self.retry_period)
 
     async def keep(self) -> None:
@@ -131,8 +135,8 @@ class LeaderElector:
             await asyncio.sleep(self.retry_period)
             try:
                 renewed = await self.try_acquire_or_renew()
-            except (ApiError, OSError) as error:
-                log.warning("leader lease renewal failed: %s", error)
+            except Exception as error:
+                log.warning("leader lease renewal failed: %r", error)
                 renewed = False
             if renewed:
                 last_renewed = self._monotonic()

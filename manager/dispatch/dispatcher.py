@@ -234,6 +234,19 @@ class Dispatcher:
         affected = await self._evict_cluster(name, "ClusterDeleted", mark_lost=False)
         return affected
 
+    def copy_uid_reader(self, cluster: str) -> Callable[[str, str], str | None]:
+        """uid of a Workload copy in `cluster` as the watch last saw it (None if unseen)."""
+
+        def read(namespace: str, name: str) -> str | None:
+            connection = self.connections.get(cluster)
+            if connection is None:
+                return None
+            obj = connection.caches[WORKLOADS].get((namespace, name))
+            uid = ((obj or {}).get("metadata") or {}).get("uid")
+            return str(uid) if uid else None
+
+        return read
+
     def ready_connections(self) -> dict[str, ClusterConnection]:
         return {n: c for n, c in self.connections.items() if c.ready}
 

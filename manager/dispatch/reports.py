@@ -6,6 +6,7 @@ other then finds nothing left to do. The report id makes a retried report a no-o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -72,8 +73,14 @@ def _attempt_matches(row: WorkloadRow, cluster: str, uid: str | None) -> bool:
 
 
 async def apply_report(
-    session: AsyncSession, cluster: str, report: AgentReport, now: datetime
+    session: AsyncSession,
+    cluster: str,
+    report: AgentReport,
+    now: datetime,
+    current_uid: Callable[[str, str], str | None] = lambda namespace, name: None,
 ) -> ReportOutcome:
+    """Apply a report. `current_uid(namespace, name)` is the uid of the cluster's copy as the
+    watch sees it; an admission about another uid (an earlier copy) is stale and ignored."""
     if not await claim_report(session, cluster, report.report_id, now):
         return ReportOutcome(duplicate=True)
     outcome = ReportOutcome(duplicate=False)
@@ -89,6 +96,9 @@ async def apply_report(
     for admission in report.admissions:
         row = rows.get(admission.namespace, admission.name)
         if row is None or not _attempt_matches(row, cluster, admission.uid):
+            continue
+        seen_uid = current_uid(admission.namespace, admission.name)
+        if admission.uid and seen_uid and seen_uid != admission.uid:
             continue
         for attempt in row.attempts:
             if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:

@@ -27,18 +27,18 @@ async def eventually(
     probe: Callable[[], Awaitable[T]],
     accept: Callable[[T], bool],
     *,
-    timeout: float,
+    within: float,
     what: str,
     interval: float = 0.3,
 ) -> T:
-    """Poll `probe` until `accept` holds; fail after `timeout` seconds naming the last value."""
-    deadline = time.monotonic() + timeout
+    """Poll `probe` until `accept` holds; fail after `within` seconds naming the last value."""
+    deadline = time.monotonic() + within
     while True:
         value = await probe()
         if accept(value):
             return value
         if time.monotonic() > deadline:
-            raise NotYet(f"{what}: not within {timeout:.0f}s; last seen: {value!r}")
+            raise NotYet(f"{what}: not within {within:.0f}s; last seen: {value!r}")
         await asyncio.sleep(interval)
 
 
@@ -68,13 +68,13 @@ async def wait_for_state(
     name: str,
     states: Iterable[str],
     *,
-    timeout: float,
+    within: float,
 ) -> dict[str, Any]:
     wanted = set(states)
     record = await eventually(
         lambda: workload(api, namespace, name),
         lambda r: r is not None and (r["state"] in wanted or r["state"] in FINAL - wanted),
-        timeout=timeout,
+        within=within,
         what=f"workload {namespace}/{name} in {sorted(wanted)}",
     )
     assert record is not None
@@ -83,7 +83,7 @@ async def wait_for_state(
 
 
 async def wait_all_final(
-    api: httpx.AsyncClient, keys: Iterable[tuple[str, str]], *, timeout: float
+    api: httpx.AsyncClient, keys: Iterable[tuple[str, str]], *, within: float
 ) -> dict[tuple[str, str], dict[str, Any]]:
     keys = list(keys)
 
@@ -93,7 +93,7 @@ async def wait_all_final(
     found = await eventually(
         probe,
         lambda seen: all(r is not None and r["state"] in FINAL for r in seen.values()),
-        timeout=timeout,
+        within=within,
         what="every workload finished",
         interval=0.5,
     )

@@ -31,11 +31,11 @@ async def wait_connected(
             for name in system.workers
         )
 
-    await eventually(lambda: clusters(api), ready, timeout=30, what="every worker Connected")
+    await eventually(lambda: clusters(api), ready, within=30, what="every worker Connected")
     await eventually(
         lambda: active_multikueue_clusters(system),
         lambda active: set(system.workers) <= active,
-        timeout=30,
+        within=30,
         what="every MultiKueueCluster Active in the manager cluster",
     )
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mkq.demo.workload_mix import Route
 from tests.e2e.backends.base import api_client
 from tests.e2e.conftest import StartSystem
 from tests.e2e.jobs import completions, job, unique
@@ -24,7 +25,7 @@ async def test_restart_loses_nothing_and_runs_nothing_twice(
         ledger = await ledgers(system)
         jobs: dict[str, dict[str, Any]] = {}
         for i in range(4):
-            route = "manager-cluster" if i % 2 == 0 else "rest"
+            route: Route = "manager-cluster" if i % 2 == 0 else "rest"
             manifest = job(unique(f"before-{i}"), pods=1 + i % 2, seconds=3, route=route)
             jobs[manifest["metadata"]["name"]] = manifest
             if route == "rest":
@@ -35,7 +36,7 @@ async def test_restart_loses_nothing_and_runs_nothing_twice(
         await eventually(
             lambda: workload(api, "team-a", next(iter(jobs))),
             lambda r: r is not None and r["state"] == "Running",
-            timeout=30,
+            within=30,
             what="the first Job running",
         )
 
@@ -53,11 +54,11 @@ async def test_restart_loses_nothing_and_runs_nothing_twice(
             await eventually(
                 first_succeeded,
                 lambda n: n == completions(jobs[first]),
-                timeout=30,
+                within=30,
                 what=f"{first} finished in its worker while the manager is down",
             )
 
-        records = await wait_all_final(api, [("team-a", n) for n in jobs], timeout=60)
+        records = await wait_all_final(api, [("team-a", n) for n in jobs], within=60)
         for (namespace, name), record in records.items():
             assert record["state"] == "Succeeded", record
             key = f"{namespace}/{name}"

@@ -4,6 +4,7 @@ REST; each completes exactly once, its status shows on the manager, no copy stay
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -56,7 +57,7 @@ async def test_jobs_complete_exactly_once(
         await submit_rest(api, through_rest)
         jobs = {("team-a", m["metadata"]["name"]): m for m in (through_cluster, through_rest)}
 
-        records = await wait_all_final(api, jobs, timeout=60)
+        records = await wait_all_final(api, jobs, within=60)
 
         for key, record in records.items():
             assert record["state"] == "Succeeded", record
@@ -66,12 +67,13 @@ async def test_jobs_complete_exactly_once(
             succeeded = ledger.succeeded.get(f"{key[0]}/{key[1]}", set())
             assert {pod.split("/", 1)[0] for pod in succeeded} == {winner}, succeeded
             assert len(succeeded) == completions(jobs[key])
+            assert ledger.clusters_by_job.get(f"{key[0]}/{key[1]}") == {winner}
             # No copy left in the workers that lost.
             losers = [w for w in system.workers if w != winner]
             await eventually(
-                lambda r=record, l=losers: copies_everywhere(system.kubeconfigs, l, r),
+                partial(copies_everywhere, system.kubeconfigs, losers, record),
                 lambda left: not left,
-                timeout=15,
+                within=15,
                 what=f"copies of {key} removed from {losers}",
             )
         assert records[("team-a", through_cluster["metadata"]["name"])]["source"] == (
@@ -83,7 +85,7 @@ async def test_jobs_complete_exactly_once(
         status = await eventually(
             lambda: manager_job_status(system, "team-a", cluster_job),
             lambda s: s.get("succeeded") == completions(through_cluster),
-            timeout=15,
+            within=15,
             what=f"status of Job team-a/{cluster_job} in the manager cluster",
         )
         assert any(

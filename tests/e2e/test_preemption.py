@@ -36,7 +36,7 @@ async def test_preempted_workload_is_evicted_and_dispatched_again(
 
         await submit_rest(api, low)
         await nominate(api, low_name, [CPU_WORKER])
-        running = await wait_for_state(api, "team-a", low_name, {"Running"}, timeout=30)
+        running = await wait_for_state(api, "team-a", low_name, {"Running"}, within=30)
         assert running["cluster"] == CPU_WORKER
 
         await submit_rest(api, high)
@@ -45,14 +45,20 @@ async def test_preempted_workload_is_evicted_and_dispatched_again(
         # The manager sees the low one evicted by its worker and sends it out again.
         evicted = await eventually(
             lambda: workload(api, "team-a", low_name),
-            lambda r: r is not None
-            and any(a["state"] == "Evicted" and a["cluster"] == CPU_WORKER for a in r["attempts"]),
-            timeout=30,
+            lambda r: (
+                r is not None
+                and any(
+                    a["state"] == "Evicted" and a["cluster"] == CPU_WORKER for a in r["attempts"]
+                )
+            ),
+            within=30,
             what=f"{low_name} evicted from {CPU_WORKER} in the manager's view",
         )
         assert evicted is not None and evicted["state"] != "Succeeded", evicted
 
-        records = await wait_all_final(api, [("team-a", low_name), ("team-a", high_name)], timeout=60)
+        records = await wait_all_final(
+            api, [("team-a", low_name), ("team-a", high_name)], within=60
+        )
         low_record, high_record = records[("team-a", low_name)], records[("team-a", high_name)]
         assert high_record["state"] == "Succeeded" and high_record["cluster"] == CPU_WORKER
         assert low_record["state"] == "Succeeded" and low_record["cluster"] == CPU_WORKER

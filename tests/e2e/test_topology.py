@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kueue_api.quantity import Quantity
 from tests.e2e.backends.base import TAS_WORKER, api_client
 from tests.e2e.conftest import StartSystem
 from tests.e2e.jobs import job, unique
@@ -16,6 +17,7 @@ from tests.e2e.steps import submit_to_manager_cluster, wait_connected
 pytestmark = pytest.mark.timeout(90)
 
 RACK = "cloud.provider.com/topology-rack"
+NODE_GROUP = "cloud.provider.com/node-group"
 
 
 async def placed_pods(kubeconfig: Any, namespace: str, job_name: str) -> list[dict[str, Any]]:
@@ -25,6 +27,23 @@ async def placed_pods(kubeconfig: Any, namespace: str, job_name: str) -> list[di
         if (pod["metadata"].get("labels") or {}).get("job-name") == job_name
         and pod["spec"].get("nodeName")
     ]
+
+
+def rack_sized(nodes: list[dict[str, Any]]) -> tuple[int, str]:
+    """A Job that needs every host of the smallest rack: one pod per host (each pod takes more
+    than half a host), as many pods as that rack has hosts, within team-a's 16-CPU quota."""
+    hosts: dict[str, int] = {}
+    cpus = []
+    for node in nodes:
+        labels = node["metadata"].get("labels") or {}
+        if labels.get(NODE_GROUP) != "tas-group" or RACK not in labels:
+            continue
+        hosts[labels[RACK]] = hosts.get(labels[RACK], 0) + 1
+        cpus.append(Quantity(node["status"]["allocatable"]["cpu"]).milli_value())
+    assert hosts, "the TAS worker has no nodes labelled with a rack"
+    pods = min(hosts.values())
+    per_pod = min(min(cpus) // 2 + 1000, 16_000 // pods)
+    return pods, f"{per_pod // 1000}"
 
 
 @pytest.mark.xfail(
@@ -42,29 +61,28 @@ async def test_rack_job_lands_on_one_rack(start_system: StartSystem) -> None:
         api_client(system) as api,
     ):
         await wait_connected(system, api)
-        # Four pods of 3 CPUs on 4-CPU hosts: one pod per host, four hosts, one rack.
-        name = unique("rack")
-        manifest = job(name, pods=4, cpu="3", seconds=6, rack=True, route="manager-cluster")
-        await submit_to_manager_cluster(system, manifest)
-
-        record = await wait_for_state(api, "team-a", name, {"Admitted", "Running"}, timeout=40)
-        assert record["cluster"] == TAS_WORKER, record
-
         kubeconfig = system.kubeconfigs[TAS_WORKER]
-        pods = await eventually(
-            lambda: placed_pods(kubeconfig, "team-a", name),
-            lambda found: len(found) == 4,
-            timeout=20,
-            what=f"4 pods of {name} bound in {TAS_WORKER}",
-        )
         nodes = json.loads(await kubectl(kubeconfig, "get", "nodes", "-o", "json"))["items"]
         rack_of = {n["metadata"]["name"]: n["metadata"]["labels"].get(RACK) for n in nodes}
-        racks = {rack_of[pod["spec"]["nodeName"]] for pod in pods}
-        assert len(racks) == 1 and None not in racks, {
-            p["metadata"]["name"]: (p["spec"]["nodeName"], rack_of[p["spec"]["nodeName"]])
-            for p in pods
-        }
-        assert len({pod["spec"]["nodeName"] for pod in pods}) == 4
+        pods, cpu = rack_sized(nodes)
+        name = unique("rack")
+        manifest = job(name, pods=pods, cpu=cpu, seconds=6, rack=True, route="manager-cluster")
+        await submit_to_manager_cluster(system, manifest)
 
-        done = await wait_for_state(api, "team-a", name, {"Succeeded"}, timeout=40)
+        record = await wait_for_state(api, "team-a", name, {"Admitted", "Running"}, within=40)
+        assert record["cluster"] == TAS_WORKER, record
+
+        placed = await eventually(
+            lambda: placed_pods(kubeconfig, "team-a", name),
+            lambda found: len(found) == pods,
+            within=20,
+            what=f"{pods} pods of {name} bound in {TAS_WORKER}",
+        )
+        where = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in placed}
+        racks = {rack_of[node] for node in where.values()}
+        assert len(racks) == 1 and None not in racks, where
+        # One pod per host: the rack constraint held across several hosts.
+        assert len(set(where.values())) == pods, where
+
+        done = await wait_for_state(api, "team-a", name, {"Succeeded"}, within=40)
         assert done["cluster"] == TAS_WORKER

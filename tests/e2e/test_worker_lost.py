@@ -15,9 +15,7 @@ from tests.e2e.steps import clusters, submit_rest, wait_connected
 pytestmark = pytest.mark.timeout(90)
 
 
-async def test_lost_worker_workload_runs_elsewhere(
-    start_system: StartSystem, ledgers: Any
-) -> None:
+async def test_lost_worker_workload_runs_elsewhere(start_system: StartSystem, ledgers: Any) -> None:
     async with (
         start_system(dispatcher="AllAtOnce", worker_lost_timeout_seconds=3) as system,
         api_client(system) as api,
@@ -27,7 +25,7 @@ async def test_lost_worker_workload_runs_elsewhere(
         name = unique("survivor")
         manifest = job(name, pods=2, cpu="1", seconds=6)
         await submit_rest(api, manifest)
-        running = await wait_for_state(api, "team-a", name, {"Running"}, timeout=30)
+        running = await wait_for_state(api, "team-a", name, {"Running"}, within=30)
         lost = running["cluster"]
         (other,) = [w for w in system.workers if w != lost]
 
@@ -36,20 +34,20 @@ async def test_lost_worker_workload_runs_elsewhere(
         seen = await eventually(
             lambda: clusters(api),
             lambda c: c[lost]["state"] != "Connected" and bool(c[lost]["lost"]),
-            timeout=30,
+            within=30,
             what=f"{lost} unreachable and lost",
         )
         assert seen[other]["state"] == "Connected"
         moved = await eventually(
             lambda: workload(api, "team-a", name),
             lambda r: r is not None and r["cluster"] == other,
-            timeout=30,
+            within=30,
             what=f"{name} dispatched again to {other}",
         )
         assert moved is not None
         assert any(a["cluster"] == lost and a["state"] == "Lost" for a in moved["attempts"]), moved
 
-        done = await wait_for_state(api, "team-a", name, {"Succeeded"}, timeout=40)
+        done = await wait_for_state(api, "team-a", name, {"Succeeded"}, within=40)
         assert done["cluster"] == other
         succeeded = ledger.succeeded.get(f"team-a/{name}", set())
         assert {pod.split("/", 1)[0] for pod in succeeded} == {other}, succeeded

@@ -311,6 +311,16 @@ def get_assignments(
     ctx = cq.assign_ctx
     if ctx is None:
         ctx = cq.assign_ctx = assign_context(state, cq)
+    if info.preempt_counts is not None:
+        # It preempted room for a partial admission: admit those counts, not more, or it
+        # could borrow again what it just reclaimed and be preempted back, forever.
+        reduced = assign_flavors(ctx, info, info.preempt_counts, last)
+        if reduced.mode() == FIT:
+            return reduced, ()
+        if reduced.mode() == PREEMPT:
+            again = tuple(preemption.get_targets(state, cq, info, reduced))
+            if again:
+                return reduced, again
     full = assign_flavors(ctx, info, None, last)
     mode = full.mode()
     if mode == FIT:
@@ -450,6 +460,9 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
     cq.node.add_usages(usage)
     if mode == PREEMPT:
         cycle.undo.append((cq, dict(usage)))
+        counts = assignment.counts()
+        partial = counts != [ps.count for ps in info.spec.pod_sets]
+        info.preempt_counts = counts if partial else None
         entry.reason = WAITING_FOR_PREEMPTED
         entry.message += f". Pending the preemption of {len(entry.targets)} workload(s)"
         entry.requeue = PENDING_PREEMPTION

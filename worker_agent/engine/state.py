@@ -313,6 +313,7 @@ class EngineState:
         info.admission = admission
         info.usage = usage
         info.admitted_at = now
+        info.preempt_counts = None
         info.cluster_queue = cq.name
         info.message = ""
         info.reason = ""

@@ -88,6 +88,7 @@ class WorkloadInfo:
         "last_assignment",
         "message",
         "order_key",
+        "preempt_counts",
         "reason",
         "shape",
         "spec",
@@ -107,6 +108,7 @@ class WorkloadInfo:
         self.message = ""
         self.reason = ""
         self.evictions: list[tuple[str, str]] = []
+        self.preempt_counts: list[int] | None = None
         self.shape = scheduling_hash(spec)
         self.order_key = (-spec.priority, spec.order_time, spec.uid, spec.key)
 

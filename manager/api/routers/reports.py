@@ -52,7 +52,9 @@ async def receive_report(
     now = runtime.clock.now()
     try:
         async with runtime.sessions.begin() as session:
-            outcome = await apply_report(session, name, report, now)
+            outcome = await apply_report(
+                session, name, report, now, runtime.dispatcher.copy_uid_reader(name)
+            )
     except IntegrityError:
         runtime.metrics.reports.labels(cluster=name, duplicate="true").inc()
         return ReportAck(accepted=True, duplicate=True)

@@ -32,9 +32,16 @@ class SystemOptions:
 class System(Protocol):
     """A running manager with its manager cluster and two worker clusters, each with an agent."""
 
-    kubeconfigs: Mapping[str, Path]  # MANAGER_CLUSTER and each of WORKERS
-    api_url: str  # http://host:port (the API is under /api/v1)
-    api_token: str
+    @property
+    def kubeconfigs(self) -> Mapping[str, Path]:
+        """Kubeconfig files of MANAGER_CLUSTER and of each worker."""
+
+    @property
+    def api_url(self) -> str:
+        """http://host:port; the API is under /api/v1."""
+
+    @property
+    def api_token(self) -> str: ...
 
     @property
     def workers(self) -> tuple[str, ...]: ...

@@ -23,9 +23,10 @@ from kubesim import ClusterSpec, RunningCluster, run_clusters
 from manager.api.app import create_app
 from manager.runtime import ManagerRuntime
 from manager.settings import ManagerSettings
-from mkq.demo.manifests import EXAMPLES, apply_file, create, read_documents
+from mkq.demo.manifests import EXAMPLES, apply_file, create
 from mkq.demo.system import CRDS, KUEUE_NAMESPACE, _free_port, _serve, _stop_server
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
+from tests.e2e.backends.setup import manager_setup
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import KubeClient
 
@@ -40,19 +41,6 @@ BASE_SETTINGS: dict[str, Any] = {
     "reconnect_cap_seconds": 1.0,
     "capacity_freshness_seconds": 30.0,
 }
-
-
-def manager_setup(workers: tuple[str, ...]) -> list[dict[str, Any]]:
-    """deploy/examples/manager-setup.yaml, with the MultiKueue objects cut down to `workers`."""
-    documents = []
-    for obj in read_documents(EXAMPLES / "manager-setup.yaml"):
-        kind, name = obj["kind"], obj["metadata"]["name"]
-        if kind == "MultiKueueCluster" and name not in workers:
-            continue
-        if kind == "MultiKueueConfig":
-            obj["spec"]["clusters"] = [c for c in obj["spec"]["clusters"] if c in workers]
-        documents.append(obj)
-    return documents
 
 
 @dataclass

@@ -340,3 +340,55 @@ async def test_priority_comes_from_the_workers_priority_class(settings: ManagerS
         (copy_,) = await eventually(copied)
         assert copy_["spec"]["priority"] == 100
         assert copy_["spec"]["priorityClassRef"]["name"] == "high"
+
+
+async def test_a_report_about_an_earlier_copy_does_not_elect(settings: ManagerSettings) -> None:
+    async with workers("w1") as pairs, serve_manager(settings) as manager:
+        cluster, double = pairs[0]
+        token = await manager.register("w1", cluster.kubeconfig)
+        await wait_connected(manager, "w1")
+        wl = (await submit(manager, "stale"))["workloadName"]
+
+        async def copied() -> list[dict[str, Any]]:
+            return [w for w in await double.workloads() if w["metadata"]["name"] == wl]
+
+        (copy_,) = await eventually(copied)
+        dispatcher = manager.runtime.dispatcher
+
+        async def seen_by_watch() -> bool:
+            return dispatcher.copy_uid_reader("w1")("default", wl) is not None
+
+        await eventually(seen_by_watch)
+        headers = {"Authorization": f"Bearer {token}"}
+
+        def admission(report_id: str, uid: str) -> dict[str, Any]:
+            return {
+                "reportId": report_id,
+                "admissions": [
+                    {
+                        "namespace": "default",
+                        "name": wl,
+                        "uid": uid,
+                        "admittedAt": "2026-01-01T00:00:00Z",
+                    }
+                ],
+            }
+
+        url = "/api/v1/clusters/w1/reports"
+        assert (
+            await manager.client.post(url, json=admission("a", "old-uid"), headers=headers)
+        ).status_code == 200
+        workload_id = dispatcher.id_of("default", "stale")
+        assert workload_id is not None
+        await dispatcher.reconcile(workload_id)
+        assert (await manager.workload("default", "stale"))["cluster"] is None
+        assert (
+            await manager.client.post(
+                url, json=admission("b", copy_["metadata"]["uid"]), headers=headers
+            )
+        ).status_code == 200
+
+        async def elected() -> bool:
+            return (await manager.workload("default", "stale"))["cluster"] == "w1"
+
+        await eventually(elected)
