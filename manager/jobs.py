@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from manager.quantities import QuantityError, from_milli, to_milli
+from kueue_api.pod_sets import job_pod_sets
+from kueue_api.quantity import Quantity, QuantityError
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
@@ -49,7 +50,10 @@ class SubmittedJob:
 
     @property
     def requests_milli(self) -> dict[str, int]:
-        return {resource: to_milli(amount) for resource, amount in self.requests.items()}
+        return {
+            resource: Quantity.parse(amount).milli_value()
+            for resource, amount in self.requests.items()
+        }
 
 
 def _require_mapping(value: Any, field: str) -> Mapping[str, Any]:
@@ -94,7 +98,9 @@ def parse_job(manifest: Any) -> SubmittedJob:
     if not isinstance(containers, list) or not containers:
         raise ManifestError("spec.template.spec.containers", "at least one container is required")
     per_pod = _pod_requests(pod_spec)
-    total = {r: from_milli(milli * max(parallelism, 1)) for r, milli in per_pod.items()}
+    total = {
+        r: str(Quantity.from_milli(milli * max(parallelism, 1))) for r, milli in per_pod.items()
+    }
     clean = copy.deepcopy(dict(body))
     clean_meta = clean["metadata"]
     clean_meta["namespace"] = namespace
@@ -138,7 +144,7 @@ def _container_requests(container: Any, field: str) -> dict[str, int]:
     result: dict[str, int] = {}
     for resource, amount in requests.items():
         try:
-            result[str(resource)] = to_milli(amount)
+            result[str(resource)] = Quantity.parse(amount).milli_value()
         except QuantityError as error:
             raise ManifestError(f"{field}.resources.requests.{resource}", str(error)) from error
     return result
@@ -161,16 +167,9 @@ def workload_copy(
 ) -> dict[str, Any]:
     """The Workload each nominated worker gets: metadata and spec, no status, labelled by origin."""
     metadata = manifest["metadata"]
-    spec = manifest["spec"]
-    parallelism = spec.get("parallelism", 1)
-    completions = spec.get("completions")
-    if isinstance(completions, int):
-        parallelism = min(parallelism, completions)
-    template = copy.deepcopy(spec["template"])
-    template.setdefault("metadata", {})
     workload_spec: dict[str, Any] = {
         "queueName": metadata["labels"][QUEUE_LABEL],
-        "podSets": [{"name": "main", "count": parallelism, "template": template}],
+        "podSets": job_pod_sets(dict(manifest)),
     }
     if priority_class:
         workload_spec["priorityClassRef"] = {

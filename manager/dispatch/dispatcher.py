@@ -19,6 +19,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from sqlalchemy import select
 
+from kueue_api.quantity import Quantity, QuantityError
 from manager import states
 from manager.db import clusters as cluster_queries
 from manager.db import workloads as workload_queries
@@ -38,7 +39,6 @@ from manager.dispatch.timing import Clock, is_lost
 from manager.dispatch.workqueue import WorkQueue
 from manager.jobs import job_copy, workload_copy
 from manager.metrics import ManagerMetrics
-from manager.quantities import QuantityError, to_milli
 from manager.remote.connection import (
     JOBS,
     LOCAL_QUEUES,
@@ -728,7 +728,7 @@ class Dispatcher:
         result = {}
         for resource, amount in (row.requests or {}).items():
             with contextlib.suppress(QuantityError):
-                result[resource] = to_milli(amount)
+                result[resource] = Quantity.parse(amount).milli_value()
         return result
 
     def _cluster_queue_of(self, conn: ClusterConnection, row: WorkloadRow) -> str | None:
@@ -752,7 +752,10 @@ class Dispatcher:
             if entry.get("clusterQueue") != cluster_queue:
                 continue
             try:
-                room = to_milli(entry.get("nominal", "0")) - to_milli(entry.get("usage", "0"))
+                room = (
+                    Quantity.parse(entry.get("nominal", "0")).milli_value()
+                    - Quantity.parse(entry.get("usage", "0")).milli_value()
+                )
             except QuantityError:
                 continue
             resource = str(entry.get("resource"))

@@ -392,9 +392,12 @@ class ClusterConnection:
     async def read_custom(
         self, plural: str, name: str, namespace: str | None = None
     ) -> dict[str, Any] | None:
-        """One Kueue object by name, or None when it does not exist."""
+        """One Kueue object by name, or None when it does not exist.
+
+        Raises Unreachable when the connection is down or is replaced while the read is in
+        flight (a reconnect closes the client under it)."""
         if self._api is None:
-            return None
+            raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
         api = client.CustomObjectsApi(self._api)
         await self._bucket.acquire()
         try:
@@ -411,6 +414,9 @@ class ClusterConnection:
             if error.status == 404:
                 return None
             raise
+        except (aiohttp.ClientError, AssertionError) as error:
+            # aiohttp asserts on a session whose connector a reconnect has just closed.
+            raise Unreachable("ConnectionReset", f"cluster {self.name}: {error!r}") from error
 
     async def pod_logs(self, namespace: str, job_name: str) -> list[tuple[str, str]]:
         """Logs of the Job's pods, by pod name."""

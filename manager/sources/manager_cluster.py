@@ -33,7 +33,7 @@ from sqlalchemy.orm import load_only
 from manager import states
 from manager.db import clusters as cluster_queries
 from manager.db import workloads as workload_queries
-from manager.db.credentials import new_token, token_digest
+from manager.db.credentials import EncryptionKeyError, new_token, token_digest
 from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
 from manager.jobs import (
@@ -284,6 +284,10 @@ class ManagerClusterSource:
                     message="from MultiKueueCluster",
                     cluster=name,
                 )
+            elif self._stored_kubeconfig(row.kubeconfig_encrypted) == text:
+                # Registered already (through REST, or before a restart) with this very
+                # kubeconfig: its connection stays, so no request in flight on it is cut.
+                return
             else:
                 row.kubeconfig_encrypted = encrypted
         await runtime.dispatcher.reconnect_cluster(name)
@@ -310,6 +314,12 @@ class ManagerClusterSource:
                     "no worker cluster of this check is connected",
                     "admissionchecks",
                 )
+
+    def _stored_kubeconfig(self, encrypted: bytes) -> str | None:
+        try:
+            return self._runtime.cipher.decrypt(encrypted)
+        except EncryptionKeyError:
+            return None  # stored under another key: replace it
 
     async def _set_active(
         self,

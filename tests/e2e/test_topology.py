@@ -46,12 +46,6 @@ def rack_sized(nodes: list[dict[str, Any]]) -> tuple[int, str]:
     return pods, f"{per_pod // 1000}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="manager/jobs.py workload_copy drops the pod template's podset-*-topology "
-    "annotations: the Workload copies carry no podSets[].topologyRequest, so worker-cpu "
-    "(no TAS flavor) admits the rack-constrained Job",
-)
 async def test_rack_job_lands_on_one_rack(start_system: StartSystem) -> None:
     # Incremental, one worker per 2-second round, first by name: worker-cpu (no topology) is
     # offered the Job first and must leave it pending; the next round adds worker-tas.

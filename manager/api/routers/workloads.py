@@ -21,7 +21,7 @@ from manager.db import workloads as queries
 from manager.db.events import append_event, workload_events
 from manager.db.tables import WorkloadRow
 from manager.jobs import PRIORITY_CLASS_LABEL, QUEUE_LABEL, ManifestError, parse_job, workload_name
-from manager.remote.connection import LOCAL_QUEUES
+from manager.remote.connection import LOCAL_QUEUES, Unreachable
 
 router = APIRouter(prefix="/api/v1/workloads", tags=["workloads"])
 
@@ -45,21 +45,31 @@ async def _queue_exists(runtime: Runtime, namespace: str, queue: str) -> bool | 
     for conn in ready.values():
         if (namespace, queue) in conn.caches[LOCAL_QUEUES]:
             return True
+    answered = False
     for conn in ready.values():
-        if await conn.read_custom(LOCAL_QUEUES, queue, namespace) is not None:
+        try:
+            found = await conn.read_custom(LOCAL_QUEUES, queue, namespace)
+        except Unreachable:
+            continue
+        answered = True
+        if found is not None:
             return True
-    return False
+    return False if answered else None
 
 
 async def _priority(runtime: Runtime, name: str | None) -> int:
     if not name:
         return 0
-    ready = runtime.dispatcher.ready_connections()
-    for conn in ready.values():
-        found = await conn.read_custom("workloadpriorityclasses", name)
+    answered = False
+    for conn in runtime.dispatcher.ready_connections().values():
+        try:
+            found = await conn.read_custom("workloadpriorityclasses", name)
+        except Unreachable:
+            continue
+        answered = True
         if found is not None:
             return int(found.get("value") or 0)
-    if not ready:
+    if not answered:
         return 0
     raise ApiError(
         422,
