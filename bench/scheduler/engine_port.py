@@ -49,4 +49,6 @@ class EnginePort:
         )
 
     def next_timer_ms(self, now_ms: int) -> int | None:
+        """No timers: these scenarios have no backoffs (no waitForPodsReady, no admission
+        checks), and preempted workloads are requeued at once, as in Kueue's runs."""
         return None

@@ -66,3 +66,15 @@ def test_tas_workloads_and_nodes() -> None:
         "nodeLabels": {"tas-node-group": "tas"},
         "topologyName": "default-topology",
     }
+
+
+def test_cluster_mode_gives_kubesim_the_tas_topology() -> None:
+    from bench.scheduler.cluster import node_profile
+
+    tas = build_scenario(load_generator(KUEUE_PERF / "tas" / "generator.yaml"), "tas")
+    levels = node_profile(tas)["topology"]["levels"]
+    assert [level["count"] for level in levels] == [1, 10, 64]
+    assert levels[-1]["capacity"] == {"cpu": "96", "memory": "256Gi"}
+    assert "capacity" not in levels[0]
+    baseline = build_scenario(load_generator(KUEUE_PERF / "baseline" / "generator.yaml"), "b")
+    assert node_profile(baseline) == {"nodes": []}
