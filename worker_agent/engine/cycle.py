@@ -166,9 +166,7 @@ def _schedule(state: EngineState, now: float) -> CycleResult:
     evictions = cycle.apply_evictions()
     stall = None
     if stalled:
-        stall = tuple(
-            sorted((e.info.key, _frozen_scan(e.info)) for e in entries + inadmissible)
-        )
+        stall = tuple(sorted((e.info.key, _frozen_scan(e.info)) for e in entries + inadmissible))
     return CycleResult(
         admissions=tuple(admissions),
         pending=tuple(pending),

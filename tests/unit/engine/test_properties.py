@@ -90,7 +90,12 @@ workload_st = st.tuples(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     cqs=st.lists(st.integers(), min_size=2, max_size=4).flatmap(
         lambda xs: st.tuples(*(cq_st(i) for i in range(len(xs))))
