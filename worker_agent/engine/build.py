@@ -17,6 +17,14 @@ from typing import Any
 import kueue_api as api
 from kueue_api.quantity import Quantity
 from worker_agent.engine.amounts import CPU
+from worker_agent.engine.dra import (
+    DRAInventory,
+    DRAObjects,
+    PodSetDRA,
+    add_to_requests,
+    needs_dra,
+    workload_dra,
+)
 from worker_agent.engine.model import (
     Admission,
     AdmissionCheckRule,
@@ -439,11 +447,18 @@ def workload_from(
     obj: api.Workload,
     priority_classes: Mapping[str, int] | None = None,
     config: EngineConfig | None = None,
+    dra: DRAInventory | None = None,
 ) -> WorkloadSpec:
     """The engine's view of a Workload. Priority: spec.priority, else the referenced
-    WorkloadPriorityClass's value, else 0."""
+    WorkloadPriorityClass's value, else 0. With `dra`, device requests are added to the
+    per-pod requests as logical resources (spec §10), or the workload is held with Kueue's
+    message."""
     spec = obj.spec
     config = config or EngineConfig()
+    templates = [(ps.name, ps.template.spec) for ps in spec.pod_sets]
+    devices = None
+    if dra is not None and needs_dra(templates, dra):
+        devices = workload_dra(obj.metadata.namespace or "default", templates, dra)
     priority = spec.priority
     if priority is None and spec.priority_class_ref is not None:
         ref = spec.priority_class_ref
@@ -458,8 +473,11 @@ def workload_from(
             PodSetSpec(
                 name=ps.name,
                 count=count,
-                per_pod=pod_requests(
-                    pod_spec, config.excluded_resource_prefixes, config.transformations
+                per_pod=add_to_requests(
+                    pod_requests(
+                        pod_spec, config.excluded_resource_prefixes, config.transformations
+                    ),
+                    devices.for_pod_set(ps.name) if devices is not None else PodSetDRA(),
                 ),
                 min_count=None if ps.min_count is None else min(ps.min_count, count),
                 node_selector=dict(pod_spec.node_selector or {}),
@@ -510,6 +528,11 @@ def workload_from(
         ),
         requeued_false=requeued is not None and requeued.status == "False",
         reclaimable=reclaimable,
+        held=(
+            ("Misconfigured", devices.error)
+            if devices is not None and devices.error is not None and admission is None
+            else None
+        ),
         evicted=admission is not None and evicted is not None and evicted.status == "True",
     )
 
@@ -528,9 +551,14 @@ class StateBuilder:
     def __init__(self, state: EngineState) -> None:
         self.state = state
         self.priority_classes: dict[str, int] = {}
+        self.dra = DRAObjects()
 
     def apply(self, obj: object) -> None:
         state = self.state
+        if self.dra.apply(obj):
+            for workload in self.dra.dependents(state.workloads):
+                self.apply(workload)
+            return
         if isinstance(obj, api.ResourceFlavor):
             state.upsert_flavor(flavor_from(obj))
         elif isinstance(obj, api.ClusterQueue):
@@ -557,15 +585,25 @@ class StateBuilder:
             state.upsert_pod_usage(key, usage)
         elif isinstance(obj, api.Configuration):
             state.set_config(config_from(obj))
+            self.dra.configure(obj)
         elif isinstance(obj, api.Workload):
             key = f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
             if is_finished(obj):
+                self.dra.forget(key)
                 state.finish_workload(key)
                 return
-            state.upsert_workload(workload_from(obj, self.priority_classes, state.config))
+            self.dra.track(key, obj)
+            inventory = self.dra.inventory()
+            state.upsert_workload(
+                workload_from(obj, self.priority_classes, state.config, inventory)
+            )
 
     def delete(self, kind: str, namespace: str | None, name: str) -> None:
         state = self.state
+        if self.dra.delete(kind, namespace, name):
+            for workload in self.dra.dependents(state.workloads):
+                self.apply(workload)
+            return
         if kind == "ResourceFlavor":
             state.remove_flavor(name)
         elif kind == "ClusterQueue":
@@ -587,4 +625,5 @@ class StateBuilder:
         elif kind == "Pod":
             state.upsert_pod_usage(f"{namespace or 'default'}/{name}", None)
         elif kind == "Workload":
+            self.dra.forget(f"{namespace or 'default'}/{name}")
             state.finish_workload(f"{namespace or 'default'}/{name}")

@@ -282,6 +282,9 @@ class WorkloadSpec:
     requeued_false: bool = False
     reclaimable: Mapping[str, int] = field(default_factory=dict)
     """status.reclaimablePods: pods per podSet that finished and give their quota back."""
+    held: tuple[str, str] | None = None
+    """(reason, message) when Kueue keeps the workload out of every queue before scheduling
+    (its DRA devices cannot be counted, spec §10)."""
     evicted: bool = False
     """Evicted=True while still holding quota (its pods are stopping): preempted first."""
 

@@ -250,7 +250,7 @@ class EngineState:
         """Put a pending workload in its ClusterQueue's heap, or park it with a reason."""
         cq_name = self.cluster_queue_for(info.spec)
         cq = self.cluster_queues.get(cq_name) if cq_name else None
-        if cq is None or not info.spec.active:
+        if cq is None or not info.spec.active or info.spec.held is not None:
             info.cluster_queue = None
             self.parked.add(info.key)
             return
@@ -538,6 +538,8 @@ class EngineState:
     def blocker(self, info: WorkloadInfo) -> tuple[str, str] | None:
         """Why a pending workload is not even in a ClusterQueue's queue, as Kueue says it."""
         spec = info.spec
+        if spec.held is not None:
+            return spec.held
         lq = self.local_queues.get(f"{spec.namespace}/{spec.queue_name}")
         if lq is None:
             return MISCONFIGURED, f"LocalQueue {spec.queue_name} doesn't exist"

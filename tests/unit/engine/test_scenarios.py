@@ -21,9 +21,7 @@ from mkq.commands.simulate import simulate
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIO_DIRS = [ROOT.parent / "shared" / "scenarios", ROOT / "tests" / "scenarios"]
 
-NOT_YET: dict[str, str] = {
-    "dra-": "needs issue 10",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _scenarios() -> list[Any]:
