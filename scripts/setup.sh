@@ -10,9 +10,11 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
+# Reinstall whenever pyproject.toml differs from the one last installed (or the checkout moved).
 stamp=.venv/.mkq-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+want="$(sha256sum pyproject.toml | cut -d' ' -f1) $(pwd)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
   .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
-  touch "$stamp"
+  echo "$want" > "$stamp"
 fi

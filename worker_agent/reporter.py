@@ -156,7 +156,8 @@ class Reporter:
             while True:
                 if self._in_flight is None:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), self._capacity_interval)
+                        async with asyncio.timeout(self._capacity_interval):
+                            await self._wake.wait()
                     self._wake.clear()
                     # Batch what arrives within one interval of the last report.
                     wait = self._interval - (loop.time() - self._last_sent)

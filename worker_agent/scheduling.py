@@ -165,8 +165,11 @@ class SchedulingLoop:
                 if self._status_stale:
                     since = time.monotonic() - self._last_status
                     timeout = max(0.0, self._status_interval - since)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
+                # cancellation that races with the event, leaving the loop waiting forever.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout)
+                    async with asyncio.timeout(timeout):
+                        await self._wake.wait()
                 self._wake.clear()
                 if self._batch_delay and not continuing:
                     # Coming out of idle: let a burst of changes land in one cycle.

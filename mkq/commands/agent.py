@@ -124,7 +124,8 @@ async def _run(kubeconfig: str, context: str | None, config: AgentConfig, consol
         with Live(_status(agent_), console=console, refresh_per_second=2, transient=True) as live:
             while not stop.is_set():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 0.5)
+                    async with asyncio.timeout(0.5):
+                        await stop.wait()
                 live.update(_status(agent_))
     finally:
         await agent_.stop()
