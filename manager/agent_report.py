@@ -7,9 +7,22 @@ evictions and capacity, with a reportId that makes a retried report a no-op.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from kueue_api.quantity import Quantity
+
+
+def _canonical_quantity(value: object) -> str:
+    """Quantities travel as canonical strings; a bare number (e.g. a pod count) is accepted."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError("must be a Kubernetes quantity")
+    return str(Quantity.parse(value))
+
+
+QuantityText = Annotated[str, BeforeValidator(_canonical_quantity)]
 
 
 class Wire(BaseModel):
@@ -52,9 +65,9 @@ class ReportedCapacity(Wire):
     cluster_queue: str
     flavor: str
     resource: str
-    nominal: str
-    usage: str
-    pending: int = 0
+    nominal: QuantityText
+    usage: QuantityText
+    pending: QuantityText = "0"
 
 
 class AgentReport(Wire):

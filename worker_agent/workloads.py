@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
 from worker_agent.conditions import (
     condition_true,
     find_condition,
@@ -20,7 +21,7 @@ from worker_agent.conditions import (
     rfc3339,
     set_condition,
 )
-from worker_agent.integrations.base import UNCONSTRAINED_TOPOLOGY, PodSetInfo
+from worker_agent.integrations.base import PodSetInfo
 from worker_agent.resources import KUEUE_GROUP, KUEUE_VERSION
 from worker_agent.topology import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 

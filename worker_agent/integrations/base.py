@@ -7,7 +7,6 @@ reconciler does the I/O, so a new kind is one module and its rules are unit-test
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -102,56 +101,6 @@ def annotations_of(obj: JsonObject) -> dict[str, str]:
 
 def label_or_annotation(obj: JsonObject, name: str) -> str | None:
     return labels_of(obj).get(name) or annotations_of(obj).get(name) or None
-
-
-_TOPOLOGY_PREFIX = "kueue.x-k8s.io/podset-"
-REQUIRED_TOPOLOGY = _TOPOLOGY_PREFIX + "required-topology"
-PREFERRED_TOPOLOGY = _TOPOLOGY_PREFIX + "preferred-topology"
-UNCONSTRAINED_TOPOLOGY = _TOPOLOGY_PREFIX + "unconstrained-topology"
-_SLICE_TOPOLOGY = _TOPOLOGY_PREFIX + "slice-required-topology"
-_SLICE_SIZE = _TOPOLOGY_PREFIX + "slice-size"
-_SLICE_CONSTRAINTS = _TOPOLOGY_PREFIX + "slice-required-topology-constraints"
-_GROUP_NAME = _TOPOLOGY_PREFIX + "group-name"
-
-
-def topology_request(
-    template: JsonObject,
-    pod_index_label: str | None,
-    sub_group_index_label: str | None = None,
-    sub_group_count: int | None = None,
-) -> JsonObject | None:
-    """A podSet's topologyRequest from its template's annotations (Kueue's
-    NewPodSetTopologyRequest(...).Build()); None when nothing asks for one."""
-    annotations = (template.get("metadata") or {}).get("annotations") or {}
-    request: JsonObject = {}
-    if REQUIRED_TOPOLOGY in annotations:
-        request["required"] = annotations[REQUIRED_TOPOLOGY]
-    elif PREFERRED_TOPOLOGY in annotations:
-        request["preferred"] = annotations[PREFERRED_TOPOLOGY]
-    elif UNCONSTRAINED_TOPOLOGY in annotations:
-        request["unconstrained"] = str(annotations[UNCONSTRAINED_TOPOLOGY]).lower() == "true"
-    else:
-        sliced = (_SLICE_TOPOLOGY in annotations and _SLICE_SIZE in annotations) or (
-            _SLICE_CONSTRAINTS in annotations
-        )
-        if not sliced and pod_index_label is None and sub_group_index_label is None:
-            return None
-    if _SLICE_CONSTRAINTS in annotations:
-        request["podsetSliceRequiredTopologyConstraints"] = json.loads(
-            annotations[_SLICE_CONSTRAINTS]
-        )
-    elif _SLICE_TOPOLOGY in annotations and _SLICE_SIZE in annotations:
-        request["podSetSliceRequiredTopology"] = annotations[_SLICE_TOPOLOGY]
-        request["podSetSliceSize"] = int(annotations[_SLICE_SIZE])
-    if pod_index_label is not None:
-        request["podIndexLabel"] = pod_index_label
-    if sub_group_index_label is not None:
-        request["subGroupIndexLabel"] = sub_group_index_label
-    if sub_group_count is not None:
-        request["subGroupCount"] = sub_group_count
-    if _GROUP_NAME in annotations and ("required" in request or "preferred" in request):
-        request["podSetGroupName"] = annotations[_GROUP_NAME]
-    return request
 
 
 def merge_into_template(template: JsonObject, info: PodSetInfo) -> JsonObject:

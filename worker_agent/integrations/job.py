@@ -5,6 +5,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+from kueue_api.pod_sets import (
+    JOB_MANAGED_TEMPLATE_LABELS,
+    job_pod_count,
+    job_pod_sets,
+)
 from worker_agent.integrations.base import (
     MULTIKUEUE_CONTROLLER,
     PREBUILT_WORKLOAD_LABEL,
@@ -17,21 +22,12 @@ from worker_agent.integrations.base import (
     labels_of,
     merge_into_template,
     restore_template,
-    topology_request,
 )
 from worker_agent.resources import JOBS
 
-# Labels the Job controller adds to pod templates. The job-name label stays in the podSet; all
-# of them survive a restore, since the Job's selector depends on them.
-_JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
-_MANAGED_TEMPLATE_LABELS = (
-    "batch.kubernetes.io/controller-uid",
-    _JOB_NAME_LABEL,
-    "controller-uid",
-    "job-name",
-)
+# The labels the Job controller adds to pod templates (JOB_MANAGED_TEMPLATE_LABELS) survive a
+# restore, since the Job's selector depends on them.
 _STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
-JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 
 
 class BatchJobIntegration:
@@ -54,34 +50,10 @@ class BatchJobIntegration:
         return labels_of(job).get(PRIORITY_CLASS_LABEL) or None
 
     def pods_count(self, job: JsonObject) -> int:
-        spec = job.get("spec") or {}
-        parallelism = spec.get("parallelism")
-        count = 1 if parallelism is None else int(parallelism)
-        completions = spec.get("completions")
-        if completions is not None and int(completions) < count:
-            count = int(completions)
-        return count
+        return job_pod_count(job)
 
     def pod_sets(self, job: JsonObject) -> list[JsonObject]:
-        template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
-        metadata = template.get("metadata") or {}
-        labels = {
-            key: value
-            for key, value in (metadata.get("labels") or {}).items()
-            if key not in _MANAGED_TEMPLATE_LABELS or key == _JOB_NAME_LABEL
-        }
-        # A Workload's podSet template keeps only labels and annotations of the metadata.
-        kept: JsonObject = {}
-        if labels:
-            kept["labels"] = labels
-        if metadata.get("annotations"):
-            kept["annotations"] = dict(metadata["annotations"])
-        template["metadata"] = kept
-        pod_set: JsonObject = {"name": "main", "count": self.pods_count(job), "template": template}
-        request = topology_request(template, JOB_COMPLETION_INDEX)
-        if request is not None:
-            pod_set["topologyRequest"] = request
-        return [pod_set]
+        return job_pod_sets(job)
 
     def is_suspended(self, job: JsonObject) -> bool:
         return bool((job.get("spec") or {}).get("suspend"))
@@ -128,7 +100,7 @@ class BatchJobIntegration:
         managed = {
             key: value
             for key, value in ((template.get("metadata") or {}).get("labels") or {}).items()
-            if key in _MANAGED_TEMPLATE_LABELS
+            if key in JOB_MANAGED_TEMPLATE_LABELS
         }
         restored = restore_template(template, original_pod_sets[0].get("template") or {})
         if managed:

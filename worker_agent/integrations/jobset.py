@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
+from kueue_api.pod_sets import topology_request
 from worker_agent.integrations.base import (
     MULTIKUEUE_CONTROLLER,
     PREBUILT_WORKLOAD_LABEL,
@@ -17,7 +18,6 @@ from worker_agent.integrations.base import (
     labels_of,
     merge_into_template,
     restore_template,
-    topology_request,
 )
 from worker_agent.resources import JOBSETS
 
