@@ -148,3 +148,22 @@ def _put_or_drop(target: JsonObject, key: str, value: Any) -> None:
         target[key] = copy.deepcopy(value)
     else:
         target.pop(key, None)
+
+
+class QueueLabelledJob:
+    """What every job kind reads the same way: its queue-name and priority-class labels, a
+    prebuilt Workload, and whether MultiKueue's manager owns it (then it is left alone)."""
+
+    def queue_name(self, job: JsonObject) -> str | None:
+        return labels_of(job).get(QUEUE_NAME_LABEL) or None
+
+    def prebuilt_workload_name(self, job: JsonObject) -> str | None:
+        return label_or_annotation(job, PREBUILT_WORKLOAD_LABEL)
+
+    def is_managed(self, job: JsonObject) -> bool:
+        if (job.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
+            return False
+        return self.queue_name(job) is not None or self.prebuilt_workload_name(job) is not None
+
+    def priority_class_name(self, job: JsonObject) -> str | None:
+        return labels_of(job).get(PRIORITY_CLASS_LABEL) or None

@@ -11,15 +11,10 @@ from kueue_api.pod_sets import (
     job_pod_sets,
 )
 from worker_agent.integrations.base import (
-    MULTIKUEUE_CONTROLLER,
-    PREBUILT_WORKLOAD_LABEL,
-    PRIORITY_CLASS_LABEL,
-    QUEUE_NAME_LABEL,
     Finish,
     JsonObject,
     PodSetInfo,
-    label_or_annotation,
-    labels_of,
+    QueueLabelledJob,
     merge_into_template,
     restore_template,
 )
@@ -30,24 +25,10 @@ from worker_agent.resources import JOBS
 _STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 
 
-class BatchJobIntegration:
+class BatchJobIntegration(QueueLabelledJob):
     """The Job kind of batch/v1."""
 
     resource = JOBS
-
-    def queue_name(self, job: JsonObject) -> str | None:
-        return labels_of(job).get(QUEUE_NAME_LABEL) or None
-
-    def prebuilt_workload_name(self, job: JsonObject) -> str | None:
-        return label_or_annotation(job, PREBUILT_WORKLOAD_LABEL)
-
-    def is_managed(self, job: JsonObject) -> bool:
-        if (job.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
-            return False
-        return self.queue_name(job) is not None or self.prebuilt_workload_name(job) is not None
-
-    def priority_class_name(self, job: JsonObject) -> str | None:
-        return labels_of(job).get(PRIORITY_CLASS_LABEL) or None
 
     def pods_count(self, job: JsonObject) -> int:
         return job_pod_count(job)

@@ -7,15 +7,10 @@ from collections.abc import Sequence
 
 from kueue_api.pod_sets import topology_request
 from worker_agent.integrations.base import (
-    MULTIKUEUE_CONTROLLER,
-    PREBUILT_WORKLOAD_LABEL,
-    PRIORITY_CLASS_LABEL,
-    QUEUE_NAME_LABEL,
     Finish,
     JsonObject,
     PodSetInfo,
-    label_or_annotation,
-    labels_of,
+    QueueLabelledJob,
     merge_into_template,
     restore_template,
 )
@@ -33,24 +28,10 @@ def _pods_per_replica(job_spec: JsonObject) -> int:
     return count
 
 
-class JobSetIntegration:
+class JobSetIntegration(QueueLabelledJob):
     """The JobSet kind; templates live at spec.replicatedJobs[i].template.spec.template."""
 
     resource = JOBSETS
-
-    def queue_name(self, job: JsonObject) -> str | None:
-        return labels_of(job).get(QUEUE_NAME_LABEL) or None
-
-    def prebuilt_workload_name(self, job: JsonObject) -> str | None:
-        return label_or_annotation(job, PREBUILT_WORKLOAD_LABEL)
-
-    def is_managed(self, job: JsonObject) -> bool:
-        if (job.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
-            return False
-        return self.queue_name(job) is not None or self.prebuilt_workload_name(job) is not None
-
-    def priority_class_name(self, job: JsonObject) -> str | None:
-        return labels_of(job).get(PRIORITY_CLASS_LABEL) or None
 
     @staticmethod
     def _replicated(job: JsonObject) -> list[JsonObject]:
