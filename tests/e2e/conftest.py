@@ -6,10 +6,8 @@ without a working Docker engine, the suite runs on kubesim and says so in a warn
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
-import secrets
 import shutil
 import subprocess
 import warnings
@@ -19,17 +17,11 @@ from typing import Any
 
 import asyncpg
 import pytest
-from sqlalchemy.engine.url import make_url
 
-from manager.db.schema import migrate
-from manager.db.session import make_engine
 from mkq.demo.ledger import PodLedger
 from tests.e2e.backends.base import Backend, System, SystemOptions
+from tests.postgres import plain_url, scratch_database
 from worker_agent.kube_client import KubeClient
-
-BASE_URL = os.environ.get(
-    "MKQ_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
-)
 
 
 def kind_requested() -> bool:
@@ -67,30 +59,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.timeout(600))
 
 
-def _plain(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-async def _admin(sql: str) -> None:
-    connection = await asyncpg.connect(_plain(BASE_URL))
-    try:
-        await connection.execute(sql)
-    finally:
-        await connection.close()
-
-
-async def _create_and_migrate(name: str, url: str) -> None:
-    await _admin(f'CREATE DATABASE "{name}"')
-    engine = make_engine(url)
-    try:
-        await migrate(engine)
-    finally:
-        await engine.dispose()
-
-
 async def _empty(url: str) -> None:
     """Every table but Alembic's emptied: each test starts from a migrated, empty store."""
-    connection = await asyncpg.connect(_plain(url))
+    connection = await asyncpg.connect(plain_url(url))
     try:
         tables = [
             row["tablename"]
@@ -112,11 +83,8 @@ def module_database() -> Iterator[str | None]:
     if use_kind():
         yield None
         return
-    name = f"mkq_e2e_{secrets.token_hex(4)}"
-    url = make_url(BASE_URL).set(database=name).render_as_string(hide_password=False)
-    asyncio.run(_create_and_migrate(name, url))
-    yield url
-    asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with scratch_database("mkq_e2e_") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -7,15 +7,14 @@ import secrets
 import pytest
 from cryptography.fernet import Fernet
 from sqlalchemy import inspect
-from sqlalchemy.engine.url import make_url
 
 from manager.db.schema import SchemaNotMigrated, current_revision, head_revision, migrate
 from manager.db.session import make_engine
 from manager.db.tables import Base
 from manager.runtime import ManagerRuntime
 from manager.settings import ManagerSettings
-from tests.integration.manager.conftest import BASE_URL, _admin
 from tests.integration.manager.harness import API_TOKEN
+from tests.postgres import admin, database_url, drop
 
 
 async def test_migrations_create_every_table_and_column_the_models_use(database_url: str) -> None:
@@ -38,8 +37,8 @@ async def test_migrations_create_every_table_and_column_the_models_use(database_
 
 async def test_the_manager_refuses_an_unmigrated_database_and_migrate_fixes_it() -> None:
     name = f"mkq_test_{secrets.token_hex(4)}"
-    url = make_url(BASE_URL).set(database=name).render_as_string(hide_password=False)
-    await _admin(f'CREATE DATABASE "{name}"')
+    url = database_url(name)
+    await admin(f'CREATE DATABASE "{name}"')
     settings = ManagerSettings(
         database_url=url, api_token=API_TOKEN, encryption_key=Fernet.generate_key().decode()
     )
@@ -55,4 +54,4 @@ async def test_the_manager_refuses_an_unmigrated_database_and_migrate_fixes_it()
         runtime = await ManagerRuntime.open(settings)
         await runtime.close()
     finally:
-        await _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await drop(name)
