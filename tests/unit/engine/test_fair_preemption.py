@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.engine.quantities import kueue_amount
 from worker_agent.engine import EngineState
 from worker_agent.engine.flavor_assigner import PREEMPT, Assignment, FlavorChoice, PodSetResult
 from worker_agent.engine.model import (
@@ -40,10 +41,6 @@ from worker_agent.engine.preemption import get_targets
 CASES = json.loads(
     (Path(__file__).parent / "data" / "kueue_fair_preemption_cases.json").read_text()
 )
-
-
-def _millis(text: str) -> int:
-    return round(float(text) * 1000)
 
 
 def _cq(name: str, nominal: int, preemption: Preemption) -> ClusterQueueSpec:
@@ -75,7 +72,7 @@ def _state(strategies: list[str]) -> EngineState:
 
 
 def _workload(wl: dict[str, Any], queue: str, admitted: bool) -> WorkloadSpec:
-    usage = {"cpu": _millis(wl["cpu"])}
+    usage = {"cpu": kueue_amount("cpu", wl["cpu"])}
     admission = None
     if admitted:
         admission = Admission(wl["cq"], (PodSetAssignment("main", {"cpu": "default"}, usage, 1),))
@@ -130,7 +127,9 @@ CUSTOM = json.loads(
 def _quota(values: list[str]) -> ResourceQuota:
     nominal, borrow, lend = [*values, "", ""][:3]
     return ResourceQuota(
-        _millis(nominal), _millis(borrow) if borrow else None, _millis(lend) if lend else None
+        kueue_amount("cpu", nominal),
+        kueue_amount("cpu", borrow) if borrow else None,
+        kueue_amount("cpu", lend) if lend else None,
     )
 
 
@@ -186,7 +185,7 @@ def test_kueue_fair_preemption_custom_case(name: str) -> None:
         )
         state.upsert_local_queue(LocalQueueSpec("default", cq["name"], cq["name"]))
     for wl in case["admitted"]:
-        usage = {"cpu": _millis(wl["cpu"])}
+        usage = {"cpu": kueue_amount("cpu", wl["cpu"])}
         state.upsert_workload(
             WorkloadSpec(
                 namespace="default",
@@ -201,7 +200,7 @@ def test_kueue_fair_preemption_custom_case(name: str) -> None:
             )
         )
     inc = case["incoming"]
-    cpu = _millis(inc["cpu"])
+    cpu = kueue_amount("cpu", inc["cpu"])
     incoming = WorkloadSpec(
         namespace="default",
         name=f"incoming-{inc['name']}",

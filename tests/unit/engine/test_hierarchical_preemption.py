@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.engine.quantities import kueue_amount
 from worker_agent.engine import EngineState
 from worker_agent.engine.flavor_assigner import (
     FIT,
@@ -47,14 +48,6 @@ CASES = json.loads(
 )
 
 
-def _amount(resource: str, text: str) -> int:
-    if text.endswith("Gi"):
-        return int(text[:-2]) * 1024**3
-    if text.endswith("m"):
-        return int(text[:-1])
-    return round(float(text) * (1000 if resource == "cpu" else 1))
-
-
 def _groups(flavors: list[Any]) -> tuple[ResourceGroup, ...]:
     covered: list[str] = []
     quotas = []
@@ -63,9 +56,9 @@ def _groups(flavors: list[Any]) -> tuple[ResourceGroup, ...]:
         for res, values in resources.items():
             values = [*values, "", ""][:3]
             per_resource[res] = ResourceQuota(
-                _amount(res, values[0]),
-                _amount(res, values[1]) if values[1] else None,
-                _amount(res, values[2]) if values[2] else None,
+                kueue_amount(res, values[0]),
+                kueue_amount(res, values[1]) if values[1] else None,
+                kueue_amount(res, values[2]) if values[2] else None,
             )
             if res not in covered:
                 covered.append(res)
@@ -103,7 +96,7 @@ def _state(case: dict[str, Any]) -> EngineState:
         )
         state.upsert_local_queue(LocalQueueSpec("default", cq["name"], cq["name"]))
     for wl in case["admitted"]:
-        usage = {res: _amount(res, q) for res, _, q in wl["usage"]}
+        usage = {res: kueue_amount(res, q) for res, _, q in wl["usage"]}
         flavors = {res: flavor for res, flavor, _ in wl["usage"]}
         state.upsert_workload(
             WorkloadSpec(
@@ -125,7 +118,7 @@ def test_kueue_hierarchical_preemption_case(name: str) -> None:
     case = CASES[name]
     state = _state(case)
     inc = case["incoming"]
-    per_pod = {res: _amount(res, q) for res, q in inc["requests"]}
+    per_pod = {res: kueue_amount(res, q) for res, q in inc["requests"]}
     spec = WorkloadSpec(
         namespace="default",
         name="in",

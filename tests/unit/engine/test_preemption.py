@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.unit.engine.quantities import kueue_amount
 from worker_agent.engine import EngineState
 from worker_agent.engine.cycle import get_assignments
 from worker_agent.engine.flavor_assigner import FIT, PREEMPT, Assignment, FlavorChoice, PodSetResult
@@ -39,25 +40,16 @@ from worker_agent.engine.preemption import get_targets
 from worker_agent.engine.workload import WorkloadInfo
 
 CASES = json.loads((Path(__file__).parent / "data" / "kueue_preemption_cases.json").read_text())
-GI = 1024**3
 LOWER = PreemptionPolicy.LOWER_PRIORITY
 ANY = PreemptionPolicy.ANY
 NEVER = PreemptionPolicy.NEVER
 
 
-def _amount(resource: str, text: str) -> int:
-    if text.endswith("Gi"):
-        return int(text[:-2]) * GI
-    if text.endswith("m"):
-        return int(text[:-1])
-    return int(text) * (1000 if resource == "cpu" else 1)
-
-
 def _q(nominal: str, res: str, borrow: str | None = None, lend: str | None = None) -> ResourceQuota:
     return ResourceQuota(
-        _amount(res, nominal),
-        None if borrow is None else _amount(res, borrow),
-        None if lend is None else _amount(res, lend),
+        kueue_amount(res, nominal),
+        None if borrow is None else kueue_amount(res, borrow),
+        None if lend is None else kueue_amount(res, lend),
     )
 
 
@@ -146,7 +138,7 @@ def _state(case: dict[str, Any]) -> EngineState:
         state.upsert_cluster_queue(spec)
         state.upsert_local_queue(LocalQueueSpec("default", spec.name.lower(), spec.name))
     for wl in case["admitted"]:
-        usage = {res: _amount(res, q) for res, _, q in wl["usage"]}
+        usage = {res: kueue_amount(res, q) for res, _, q in wl["usage"]}
         flavors = {res: flavor for res, flavor, _ in wl["usage"]}
         admission = Admission(wl["clusterQueue"], (PodSetAssignment("main", flavors, usage, 1),))
         state.upsert_workload(
@@ -167,7 +159,7 @@ def _state(case: dict[str, Any]) -> EngineState:
 
 def _incoming(case: dict[str, Any]) -> WorkloadSpec:
     inc = case["incoming"]
-    requests = [(res, _amount(res, q)) for res, q in inc["requests"]]
+    requests = [(res, kueue_amount(res, q)) for res, q in inc["requests"]]
     if inc["podSets"]:
         pod_sets = tuple(
             PodSetSpec(name, int(count), {res: value})
