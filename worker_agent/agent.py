@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from worker_agent.admission_checks.base import AdmissionCheckController
+from worker_agent.admission_checks.node_capacity import NodeCapacityCheck
+from worker_agent.admission_checks.runner import AdmissionCheckRunner
 from worker_agent.cache import Change, object_key
 from worker_agent.controllers.jobs import JobController
 from worker_agent.controllers.pod_groups import PodGroupController
@@ -123,8 +126,11 @@ class _LeaderRun:
             agent.reporter,
             parallelism=agent.config.write_parallelism,
         )
+        managed_kinds = frozenset(i.resource.kind for i in agent.integrations)
         self.job_controllers = [
-            JobController(i, informers, writer, recorder, agent.clock, agent.on_finish)
+            JobController(
+                i, informers, writer, recorder, agent.clock, agent.on_finish, managed_kinds
+            )
             for i in agent.integrations
         ]
         config = agent.config
@@ -152,6 +158,15 @@ class _LeaderRun:
         self.pod_group_runner = ControllerRunner(
             "pod-group", self.pod_groups.reconcile, agent.config.workers, observe
         )
+        self.checks = AdmissionCheckRunner(
+            informers, writer, recorder, agent.metrics, agent.clock, agent.admission_checks
+        )
+        self.check_workload_runner = ControllerRunner(
+            "admission-check-workloads", self.checks.reconcile, agent.config.workers, observe
+        )
+        self.check_runner = ControllerRunner(
+            "admission-checks", self.checks.reconcile_check, 1, observe
+        )
         self.ungater = TopologyUngater(informers, writer)
         self.ungater_runner = ControllerRunner(
             "topology-ungater", self.ungater.reconcile, agent.config.workers, observe
@@ -168,6 +183,7 @@ class _LeaderRun:
                 self.pod_group_runner.enqueue(key)
             for key in self.workloads.keys_for_job(change):
                 self.workload_runner.enqueue(key)
+        self._on_check_change(rt, change)
         if rt == WORKLOADS:
             self.workload_runner.enqueue(change.key)
             for key in self.pod_groups.keys_for_workload(change):
@@ -192,6 +208,24 @@ class _LeaderRun:
                 for key in self.workloads.keys_for_job(change):
                     self.workload_runner.enqueue(key)
 
+    def _on_check_change(self, rt: ResourceType, change: Change) -> None:
+        """What the admission check runner looks at again after a change."""
+        checks = self.checks
+        if rt == WORKLOADS and checks.wants(change):
+            self.check_workload_runner.enqueue(change.key)
+        if rt == ADMISSION_CHECKS:
+            self.check_runner.enqueue(change.key)
+        if rt == ADMISSION_CHECKS or rt in checks.watched:
+            for key in checks.workload_keys_for(rt, change):
+                self.check_workload_runner.enqueue(key)
+        if rt in (LOCAL_QUEUES, CLUSTER_QUEUES) and _spec_changed(change):
+            if rt == LOCAL_QUEUES:
+                keys = self.workloads.keys_for_local_queue(change)
+            else:
+                keys = self.workloads.keys_for_cluster_queue(change)
+            for key in keys:
+                self.check_workload_runner.enqueue(key)
+
     def start(self) -> None:
         informers = self.agent.informers
         # Rebuild: every cached object enters the engine and every key is reconciled once.
@@ -201,6 +235,11 @@ class _LeaderRun:
         for key in informers.cache(WORKLOADS):
             self.workload_runner.enqueue(key)
             self.ungater_runner.enqueue(key)
+        for obj in informers.cache(WORKLOADS).values():
+            if self.checks.wants(Change(object_key(obj), None, obj)):
+                self.check_workload_runner.enqueue(object_key(obj))
+        for key in informers.cache(ADMISSION_CHECKS):
+            self.check_runner.enqueue(key)
         for pod in informers.cache(PODS).values():
             for key in self.pod_groups.keys_for_pod(Change(object_key(pod), None, pod)):
                 self.pod_group_runner.enqueue(key)
@@ -228,6 +267,8 @@ class _LeaderRun:
             *self.job_runners,
             self.workload_runner,
             self.ungater_runner,
+            self.check_workload_runner,
+            self.check_runner,
             self.pod_group_runner,
         ]
 
@@ -241,11 +282,17 @@ class Agent:
         client: KubeClient,
         integrations: list[JobIntegration] | None = None,
         clock: Callable[[], datetime] = _utc_now,
+        admission_checks: list[AdmissionCheckController] | None = None,
     ) -> None:
+        """`admission_checks`: the check controllers this agent runs (default: the
+        `mkq.dev/node-capacity` check); checks of other controllers are left to them."""
         self.config = config
         self.client = client
         self.clock = clock
         self.integrations = integrations or default_integrations()
+        self.admission_checks = (
+            [NodeCapacityCheck()] if admission_checks is None else admission_checks
+        )
         self.metrics = AgentMetrics()
         resources = [*ENGINE_RESOURCES, *(i.resource for i in self.integrations)]
         self.informers = InformerSet(client, resources, on_error=self._on_watch_error)

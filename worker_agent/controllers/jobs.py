@@ -19,9 +19,21 @@ from worker_agent.conditions import find_condition
 from worker_agent.controllers.workloads import OWNER_INDEX, owner_uids
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
-from worker_agent.integrations.base import Finish, JobIntegration
+from worker_agent.integrations.base import (
+    DEFAULT_LOCAL_QUEUE,
+    DEFAULT_PRIORITY_CLASS,
+    Finish,
+    JobIntegration,
+    takes_default_queue,
+    with_default_queue,
+)
 from worker_agent.kube_client import ApiError
-from worker_agent.resources import RESOURCE_FLAVORS, WORKLOAD_PRIORITY_CLASSES, WORKLOADS
+from worker_agent.resources import (
+    LOCAL_QUEUES,
+    RESOURCE_FLAVORS,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+)
 from worker_agent.workload_names import workload_name_for_owner
 from worker_agent.writer import ObjectWriter
 
@@ -45,8 +57,12 @@ class JobController:
         recorder: EventRecorder,
         clock: Callable[[], datetime],
         on_finish: FinishHook | None = None,
+        managed_kinds: frozenset[str] = frozenset(),
     ) -> None:
+        """`managed_kinds`: the kinds of every integration; a job owned by one of them is
+        queued through its owner, never on its own."""
         self.integration = integration
+        self._managed_kinds = managed_kinds
         self.rt = integration.resource
         self._informers = informers
         self._writer = writer
@@ -95,7 +111,22 @@ class JobController:
 
     async def reconcile(self, key: str) -> float | None:
         job = self._jobs.get(key)
-        if job is None or not self.integration.is_managed(job):
+        if job is None:
+            return None
+        default_queue = self._informers.cache(LOCAL_QUEUES).get(
+            f"{(job.get('metadata') or {}).get('namespace')}/{DEFAULT_LOCAL_QUEUE}"
+        )
+        if takes_default_queue(job, default_queue, self._managed_kinds):
+            kinds = self._managed_kinds
+            await self._writer.update(
+                self.rt,
+                key,
+                lambda j: (
+                    with_default_queue(j) if takes_default_queue(j, default_queue, kinds) else None
+                ),
+            )
+            return None  # the label change comes back through the watch
+        if not self.integration.is_managed(job):
             return None
         if (job.get("metadata") or {}).get("deletionTimestamp"):
             return None
@@ -134,6 +165,12 @@ class JobController:
             return None  # wait for the prebuilt Workload to appear
         queue_name = integration.queue_name(job) or ""
         priority_class = integration.priority_class_name(job)
+        if priority_class is None and self._informers.cache(WORKLOAD_PRIORITY_CLASSES).get(
+            DEFAULT_PRIORITY_CLASS
+        ):
+            # Kueue (WorkloadPriorityClassDefaulting, on since 0.20) gives a job without a
+            # priority class the WorkloadPriorityClass named `default` when one exists.
+            priority_class = DEFAULT_PRIORITY_CLASS
         priority: int | None = None
         if priority_class is not None:
             wpc = self._informers.cache(WORKLOAD_PRIORITY_CLASSES).get(priority_class)

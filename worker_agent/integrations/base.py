@@ -19,6 +19,8 @@ QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+DEFAULT_LOCAL_QUEUE = "default"
+DEFAULT_PRIORITY_CLASS = "default"
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,37 @@ def _put_or_drop(target: JsonObject, key: str, value: Any) -> None:
         target[key] = copy.deepcopy(value)
     else:
         target.pop(key, None)
+
+
+def takes_default_queue(
+    job: JsonObject, default_queue: JsonObject | None, managed_kinds: frozenset[str]
+) -> bool:
+    """Whether a job without a queue name goes to its namespace's LocalQueue `default`.
+
+    Kueue's webhook puts such a job there at creation when the queue exists, unless an owner
+    Kueue manages (a JobSet's Jobs, say) already queues it. The agent has no webhook, so it
+    labels the job on first sight instead, and only jobs created after the queue: the webhook
+    would never have seen an older one, and a job running since before must not be caught."""
+    if default_queue is None or (job.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
+        return False
+    if labels_of(job).get(QUEUE_NAME_LABEL) or label_or_annotation(job, PREBUILT_WORKLOAD_LABEL):
+        return False
+    meta = job.get("metadata") or {}
+    if meta.get("deletionTimestamp"):
+        return False
+    if any(ref.get("kind") in managed_kinds for ref in meta.get("ownerReferences") or []):
+        return False
+    # RFC 3339 UTC timestamps with the same precision order as text.
+    queue_created = str((default_queue.get("metadata") or {}).get("creationTimestamp") or "")
+    return str(meta.get("creationTimestamp") or "") >= queue_created
+
+
+def with_default_queue(job: JsonObject) -> JsonObject:
+    """The job labelled into the LocalQueue `default`, as Kueue's webhook would label it."""
+    result = copy.deepcopy(job)
+    metadata = result.setdefault("metadata", {})
+    metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_NAME_LABEL: DEFAULT_LOCAL_QUEUE}
+    return result
 
 
 class QueueLabelledJob:

@@ -1,8 +1,14 @@
 """batch/v1 Job behind the integration interface: podSets, start with placement, restore."""
 
 import copy
+from typing import Any
 
 from worker_agent.integrations import BatchJobIntegration, PodSetInfo
+from worker_agent.integrations.base import (
+    QUEUE_NAME_LABEL,
+    takes_default_queue,
+    with_default_queue,
+)
 
 JOB = BatchJobIntegration()
 
@@ -131,3 +137,27 @@ def test_a_jobset_has_one_pod_set_per_replicated_job() -> None:
     restored = integration.restore(integration.suspend(started), pod_sets)
     templates = [r["template"]["spec"]["template"] for r in restored["spec"]["replicatedJobs"]]
     assert all("nodeSelector" not in t["spec"] for t in templates)
+
+
+DEFAULT_QUEUE = {"metadata": {"name": "default", "creationTimestamp": "2026-01-01T00:00:10Z"}}
+
+
+def _unlabelled(created: str, **metadata: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "j", "creationTimestamp": created, **metadata}, "spec": {}}
+
+
+def test_only_new_unqueued_jobs_not_queued_by_an_owner_take_the_default_queue() -> None:
+    kinds = frozenset({"Job", "JobSet"})
+    new = _unlabelled("2026-01-01T00:00:10Z")
+    assert takes_default_queue(new, DEFAULT_QUEUE, kinds)
+    assert with_default_queue(new)["metadata"]["labels"] == {QUEUE_NAME_LABEL: "default"}
+    assert not takes_default_queue(new, None, kinds)
+    assert not takes_default_queue(_unlabelled("2026-01-01T00:00:09Z"), DEFAULT_QUEUE, kinds)
+    labelled = _unlabelled("2026-01-01T00:00:11Z", labels={QUEUE_NAME_LABEL: "team-a"})
+    assert not takes_default_queue(labelled, DEFAULT_QUEUE, kinds)
+    child = _unlabelled("2026-01-01T00:00:11Z", ownerReferences=[{"kind": "JobSet"}])
+    assert not takes_default_queue(child, DEFAULT_QUEUE, kinds)
+    by_cron = _unlabelled("2026-01-01T00:00:11Z", ownerReferences=[{"kind": "CronJob"}])
+    assert takes_default_queue(by_cron, DEFAULT_QUEUE, kinds)
+    mirrored = {**new, "spec": {"managedBy": "kueue.x-k8s.io/multikueue"}}
+    assert not takes_default_queue(mirrored, DEFAULT_QUEUE, kinds)
