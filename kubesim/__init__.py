@@ -8,10 +8,12 @@ port, plus simulated nodes, scheduler, kubelet, job controller and garbage colle
 """
 
 from .cluster import ClusterSpec, ClusterStartError, RunningCluster, run_clusters, start_cluster
+from .jobset_controller import JOBSET_CRD
 from .kubelet import EXIT_CODE, RUN_FOR
 
 __all__ = [
     "EXIT_CODE",
+    "JOBSET_CRD",
     "RUN_FOR",
     "ClusterSpec",
     "ClusterStartError",

@@ -4,8 +4,9 @@
         kubeconfig = clusters[0].kubeconfig_path
 
 Each cluster serves the Kubernetes API on its own loopback port with its own bearer token and
-runs its controllers (garbage collector, namespaces, scheduler, kubelet, job controller) as
-tasks it owns; leaving the block stops the server and cancels every task.
+runs its controllers (garbage collector, namespaces, scheduler, kubelet, job controller, and
+a JobSet controller for clusters that install the JobSet CRD) as tasks it owns; leaving the
+block stops the server and cancels every task.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .errors import ApiError
 from .events import EventRecorder
 from .garbage_collector import GarbageCollector, NamespaceController
 from .job_controller import JobController
+from .jobset_controller import JobSetController
 from .kubelet import Kubelet
 from .nodes import load_profile, node_object
 from .reconciler import Controller
@@ -302,6 +304,7 @@ def _start_controllers(api: Api, spec: ClusterSpec) -> list[asyncio.Task[None]]:
         Scheduler(api, recorder),
         Kubelet(api, spec.run_time_scale, recorder),
         JobController(api, recorder),
+        JobSetController(api, recorder),
     ]
     return [
         asyncio.create_task(controller.run(), name=f"kubesim-{spec.name}-{controller.name}")

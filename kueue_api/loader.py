@@ -57,6 +57,7 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("resource.k8s.io/v1", "DeviceClass"): models.DeviceClass,
     ("resource.k8s.io/v1", "ResourceClaim"): models.ResourceClaim,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): models.ResourceClaimTemplate,
+    ("resource.k8s.io/v1", "ResourceSlice"): models.ResourceSlice,
 }
 _VERSIONS_BY_KIND: dict[str, list[str]] = {}
 for _version, _kind in KINDS:

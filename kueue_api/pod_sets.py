@@ -105,3 +105,31 @@ def job_pod_sets(job: JsonObject) -> list[JsonObject]:
     if request is not None:
         pod_set["topologyRequest"] = request
     return [pod_set]
+
+
+JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
+
+
+def jobset_pod_sets(jobset: JsonObject) -> list[JsonObject]:
+    """A JobSet's podSets (Kueue's JobSet integration): one per replicated job, named after
+    it, of replicas x pods-per-Job pods, with the topologyRequest its template asks (pods
+    indexed by completion index within a Job, and by job index across the replicas)."""
+    pod_sets = []
+    for replicated in (jobset.get("spec") or {}).get("replicatedJobs") or []:
+        job_spec = (replicated.get("template") or {}).get("spec") or {}
+        template = copy.deepcopy(job_spec.get("template") or {})
+        metadata = template.get("metadata") or {}
+        template["metadata"] = {
+            k: dict(v) for k, v in metadata.items() if k in ("labels", "annotations") and v
+        }
+        replicas = int(replicated.get("replicas", 1))
+        pod_set: JsonObject = {
+            "name": replicated.get("name", "main"),
+            "count": replicas * job_pod_count({"spec": job_spec}),
+            "template": template,
+        }
+        request = topology_request(template, JOB_COMPLETION_INDEX, JOBSET_JOB_INDEX, replicas)
+        if request is not None:
+            pod_set["topologyRequest"] = request
+        pod_sets.append(pod_set)
+    return pod_sets

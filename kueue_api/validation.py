@@ -77,6 +77,7 @@ _CLUSTER_SCOPED: Final = frozenset(
         "Namespace",
         "Node",
         "DeviceClass",
+        "ResourceSlice",
     }
 )
 
@@ -114,6 +115,8 @@ class _Errors:
 
 
 def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, str):
         return f'"{value}"'
     if isinstance(value, Quantity):
@@ -786,15 +789,80 @@ def _validate_configuration(errors: _Errors, config: Configuration) -> None:
             if transformation.input in inputs:
                 errors.duplicate(f"resources.transformations[{index}].input", transformation.input)
             inputs.add(transformation.input)
-        mapped: set[str] = set()
-        for index, mapping in enumerate(resources.device_class_mappings or ()):
-            for class_index, name in enumerate(mapping.device_class_names):
-                if name in mapped:
-                    errors.duplicate(
-                        f"resources.deviceClassMappings[{index}].deviceClassNames[{class_index}]",
-                        name,
+        _validate_device_class_mappings(errors, config)
+
+
+def _validate_device_class_mappings(errors: _Errors, config: Configuration) -> None:
+    """Kueue's validateDeviceClassMappings: a class maps to one resource, except that
+    mappings with counter sources of different counters may share it; sources are one kind
+    each, counter and capacity are not mixed in a mapping, and each needs its feature gate."""
+    resources = config.resources
+    mappings = (resources.device_class_mappings if resources else None) or []
+    mapped: dict[str, str] = {}
+    counters_of: dict[str, set[str]] = {}
+    partitionable = config.feature_enabled(
+        "KueueDRAIntegrationPartitionableDevices", True
+    ) and config.feature_enabled("KueueDRAIntegration", True)
+    consumable = config.feature_enabled(
+        "KueueDRAIntegrationConsumableCapacity", False
+    ) and config.feature_enabled("KueueDRAIntegration", True)
+    for index, mapping in enumerate(mappings):
+        path = f"resources.deviceClassMappings[{index}]"
+        first = mapping.sources[0] if mapping.sources else None
+        counter_name = first.counter.name if first is not None and first.counter else ""
+        for class_index, name in enumerate(mapping.device_class_names):
+            class_path = f"{path}.deviceClassNames[{class_index}]"
+            existing = mapped.get(name)
+            if existing is None:
+                mapped[name] = mapping.name
+                counters_of[name] = {counter_name} if counter_name else set()
+            elif existing == mapping.name:
+                errors.duplicate(class_path, name)
+            elif not counter_name or not counters_of[name]:
+                errors.invalid(
+                    class_path, name, f"device class already mapped to resource {existing}"
+                )
+            elif counter_name in counters_of[name]:
+                errors.invalid(
+                    class_path,
+                    name,
+                    f'device class already has a counter source for counter "{counter_name}"',
+                )
+            else:
+                counters_of[name].add(counter_name)
+        counters = capacities = 0
+        for source_index, source in enumerate(mapping.sources or ()):
+            source_path = f"{path}.sources[{source_index}]"
+            if source.counter is None and source.capacity is None:
+                errors.required(source_path, "exactly one source type must be set per entry")
+            elif source.counter is not None and source.capacity is not None:
+                errors.invalid(
+                    source_path, "counter+capacity", "exactly one source type must be set per entry"
+                )
+            elif source.counter is not None:
+                counters += 1
+                if not partitionable:
+                    errors.invalid(
+                        f"{source_path}.counter",
+                        True,
+                        "counter sources require KueueDRAIntegrationPartitionableDevices to be "
+                        "enabled",
                     )
-                mapped.add(name)
+            else:
+                capacities += 1
+                if not consumable:
+                    errors.invalid(
+                        f"{source_path}.capacity",
+                        True,
+                        "capacity sources require KueueDRAIntegrationConsumableCapacity to be "
+                        "enabled",
+                    )
+        if counters and capacities:
+            errors.invalid(
+                f"{path}.sources",
+                len(mapping.sources or ()),
+                "cannot mix counter and capacity sources in the same mapping",
+            )
 
 
 def _validate_job(errors: _Errors, job: Job) -> None:

@@ -61,6 +61,11 @@ class ReportedEviction(Wire):
     at: datetime | None = None
 
 
+class ReportedPriorityUsage(Wire):
+    priority: int
+    usage: QuantityText
+
+
 class ReportedCapacity(Wire):
     cluster_queue: str
     flavor: str
@@ -68,6 +73,10 @@ class ReportedCapacity(Wire):
     nominal: QuantityText
     usage: QuantityText
     pending: QuantityText = "0"
+    # `usage` split by the priority of the admitted workloads holding it: what a workload of
+    # higher priority could take back there by preemption. Older agents omit it (nothing known
+    # to be preemptible).
+    usage_by_priority: list[ReportedPriorityUsage] = Field(default_factory=list)
 
 
 class AgentReport(Wire):

@@ -1,4 +1,4 @@
-"""The batch/Job adapter: checking a submitted Job and building its worker copies.
+"""The job kinds (batch/v1 Job, JobSet): checking a submitted one and building its worker copies.
 
 Only Workload copies race between workers; the Job copy is built for the winner alone, suspended,
 with the prebuilt-workload-name label so the worker's Kueue adopts the Workload already admitted.
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kueue_api.pod_sets import job_pod_sets
+from kueue_api.pod_sets import job_pod_sets, jobset_pod_sets
 from kueue_api.quantity import Quantity, QuantityError
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -62,19 +62,46 @@ def _require_mapping(value: Any, field: str) -> Mapping[str, Any]:
     return value
 
 
+@dataclass(frozen=True)
+class JobKind:
+    """A kind of job the manager dispatches: how it is addressed and how Kueue names its
+    Workload (`<kind>-<name>-<hash of kind, group, name, uid>`)."""
+
+    api_version: str
+    kind: str
+    group: str
+    plural: str
+
+
+BATCH_JOB = JobKind("batch/v1", "Job", "batch", "jobs")
+JOBSET_GROUP = "jobset.x-k8s.io"
+JOBSET_VERSION = "v1alpha2"
+JOBSET = JobKind(f"{JOBSET_GROUP}/{JOBSET_VERSION}", "JobSet", JOBSET_GROUP, "jobsets")
+JOB_KINDS = {k.kind: k for k in (BATCH_JOB, JOBSET)}
+
+
+def job_kind(kind: str) -> JobKind:
+    """The JobKind of a stored workload (`WorkloadRow.kind`)."""
+    return JOB_KINDS[kind]
+
+
 def parse_job(manifest: Any) -> SubmittedJob:
-    """Check a batch/v1 Job manifest well enough to dispatch it; raise ManifestError otherwise."""
+    """Check a batch/v1 Job or JobSet manifest well enough to dispatch it; raise ManifestError
+    otherwise."""
     body = _require_mapping(manifest, "(body)")
-    if body.get("apiVersion") != "batch/v1" or body.get("kind") != "Job":
+    found = JOB_KINDS.get(str(body.get("kind")))
+    if found is None or body.get("apiVersion") != found.api_version:
         raise ManifestError(
             "kind",
-            f"unsupported kind {body.get('apiVersion')}/{body.get('kind')}; "
-            "this manager dispatches batch/v1 Job",
+            f"unsupported kind {body.get('apiVersion')}/{body.get('kind')}; this manager "
+            "dispatches batch/v1 Job and jobset.x-k8s.io/v1alpha2 JobSet",
         )
     metadata = _require_mapping(body.get("metadata"), "metadata")
     name = metadata.get("name")
     if not isinstance(name, str) or len(name) > 63 or not _DNS_LABEL.match(name):
-        raise ManifestError("metadata.name", f"{name!r} is not a valid Job name (DNS-1123 label)")
+        raise ManifestError(
+            "metadata.name", f"{name!r} is not a valid {found.kind} name (DNS-1123 label)"
+        )
     namespace = metadata.get("namespace") or "default"
     if not isinstance(namespace, str) or not _DNS_LABEL.match(namespace):
         raise ManifestError("metadata.namespace", f"{namespace!r} is not a valid namespace")
@@ -86,21 +113,10 @@ def parse_job(manifest: Any) -> SubmittedJob:
         raise ManifestError(f"metadata.labels[{QUEUE_LABEL}]", f"{queue!r} is not a valid name")
     priority_class = labels.get(PRIORITY_CLASS_LABEL)
     spec = _require_mapping(body.get("spec"), "spec")
-    parallelism = spec.get("parallelism", 1)
-    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0:
-        raise ManifestError("spec.parallelism", "must be a non-negative integer")
-    completions = spec.get("completions")
-    if isinstance(completions, int) and not isinstance(completions, bool):
-        parallelism = min(parallelism, completions)
-    template = _require_mapping(spec.get("template"), "spec.template")
-    pod_spec = _require_mapping(template.get("spec"), "spec.template.spec")
-    containers = pod_spec.get("containers")
-    if not isinstance(containers, list) or not containers:
-        raise ManifestError("spec.template.spec.containers", "at least one container is required")
-    per_pod = _pod_requests(pod_spec)
-    total = {
-        r: str(Quantity.from_milli(milli * max(parallelism, 1))) for r, milli in per_pod.items()
-    }
+    if found is JOBSET:
+        pods, total_milli = _jobset_demand(spec)
+    else:
+        pods, total_milli = _job_demand(spec, "spec")
     clean = copy.deepcopy(dict(body))
     clean_meta = clean["metadata"]
     clean_meta["namespace"] = namespace
@@ -110,25 +126,66 @@ def parse_job(manifest: Any) -> SubmittedJob:
     return SubmittedJob(
         namespace=namespace,
         name=name,
-        kind="Job",
+        kind=found.kind,
         queue=queue,
         priority_class=priority_class if isinstance(priority_class, str) else None,
-        parallelism=parallelism,
-        requests=total,
+        parallelism=pods,
+        requests={r: str(Quantity.from_milli(milli)) for r, milli in total_milli.items()},
         manifest=clean,
     )
 
 
-def _pod_requests(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+def _job_demand(spec: Mapping[str, Any], field: str) -> tuple[int, dict[str, int]]:
+    """Pods at once and total requests (milli) of a Job spec at `field`."""
+    parallelism = spec.get("parallelism", 1)
+    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0:
+        raise ManifestError(f"{field}.parallelism", "must be a non-negative integer")
+    completions = spec.get("completions")
+    if isinstance(completions, int) and not isinstance(completions, bool):
+        parallelism = min(parallelism, completions)
+    template = _require_mapping(spec.get("template"), f"{field}.template")
+    pod_spec = _require_mapping(template.get("spec"), f"{field}.template.spec")
+    containers = pod_spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise ManifestError(
+            f"{field}.template.spec.containers", "at least one container is required"
+        )
+    per_pod = _pod_requests(pod_spec, f"{field}.template.spec")
+    return parallelism, {r: milli * max(parallelism, 1) for r, milli in per_pod.items()}
+
+
+def _jobset_demand(spec: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
+    """Pods and total requests (milli) of a JobSet: every replica of every replicated Job."""
+    replicated_jobs = spec.get("replicatedJobs")
+    if not isinstance(replicated_jobs, list) or not replicated_jobs:
+        raise ManifestError("spec.replicatedJobs", "at least one replicated job is required")
+    pods, total = 0, dict[str, int]()
+    for index, entry in enumerate(replicated_jobs):
+        field = f"spec.replicatedJobs[{index}]"
+        replicated = _require_mapping(entry, field)
+        name = replicated.get("name")
+        if not isinstance(name, str) or not _DNS_LABEL.match(name):
+            raise ManifestError(f"{field}.name", f"{name!r} is not a valid name (DNS-1123 label)")
+        replicas = replicated.get("replicas", 1)
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise ManifestError(f"{field}.replicas", "must be a non-negative integer")
+        template = _require_mapping(replicated.get("template"), f"{field}.template")
+        job_spec = _require_mapping(template.get("spec"), f"{field}.template.spec")
+        count, requests = _job_demand(job_spec, f"{field}.template.spec")
+        pods += count * replicas
+        for resource, milli in requests.items():
+            total[resource] = total.get(resource, 0) + milli * replicas
+    return pods, total
+
+
+def _pod_requests(pod_spec: Mapping[str, Any], at: str) -> dict[str, int]:
     """Per-pod requests: sum of containers, at least the largest init container (Kubernetes)."""
     totals: dict[str, int] = {}
     for index, container in enumerate(pod_spec.get("containers") or []):
-        for resource, milli in _container_requests(
-            container, f"spec.template.spec.containers[{index}]"
-        ).items():
+        for resource, milli in _container_requests(container, f"{at}.containers[{index}]").items():
             totals[resource] = totals.get(resource, 0) + milli
     for index, container in enumerate(pod_spec.get("initContainers") or []):
-        field = f"spec.template.spec.initContainers[{index}]"
+        field = f"{at}.initContainers[{index}]"
         for resource, milli in _container_requests(container, field).items():
             totals[resource] = max(totals.get(resource, 0), milli)
     return totals
@@ -169,7 +226,11 @@ def workload_copy(
     metadata = manifest["metadata"]
     workload_spec: dict[str, Any] = {
         "queueName": metadata["labels"][QUEUE_LABEL],
-        "podSets": job_pod_sets(dict(manifest)),
+        "podSets": (
+            jobset_pod_sets(dict(manifest))
+            if manifest.get("kind") == JOBSET.kind
+            else job_pod_sets(dict(manifest))
+        ),
     }
     if priority_class:
         workload_spec["priorityClassRef"] = {
@@ -192,7 +253,8 @@ def workload_copy(
 
 
 def job_copy(manifest: Mapping[str, Any], *, workload_name: str, origin: str) -> dict[str, Any]:
-    """The Job the winner gets: suspended, no managedBy or selector, pointing at its Workload."""
+    """The Job (or JobSet) the winner gets: suspended, no managedBy or selector, pointing at its
+    Workload."""
     job = copy.deepcopy(dict(manifest))
     metadata = job.setdefault("metadata", {})
     labels = dict(metadata.get("labels") or {})

@@ -63,6 +63,7 @@ class ManagerRuntime:
                 dispatch=settings.dispatch_config(),
                 worker_lost_timeout=timedelta(seconds=settings.worker_lost_timeout_seconds),
                 capacity_freshness=timedelta(seconds=settings.capacity_freshness_seconds),
+                preemption_round_timeout=timedelta(seconds=settings.preemption_round_seconds),
                 resync_seconds=settings.resync_seconds,
                 gc_seconds=settings.gc_seconds,
                 lost_check_seconds=settings.lost_check_seconds,

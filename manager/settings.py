@@ -24,9 +24,14 @@ class ManagerSettings(BaseSettings):
     incremental_round_seconds: float = Field(default=300.0, gt=0)
     best_fit_round_seconds: float = Field(default=60.0, gt=0)
     capacity_freshness_seconds: float = Field(default=60.0, gt=0)
+    # One preemption at a time: how long the one worker offered a workload that needs
+    # preemption keeps it before the next is tried.
+    preemption_round_seconds: float = Field(default=120.0, gt=0)
     worker_lost_timeout_seconds: float = Field(default=900.0, gt=0)
-    worker_qps: float = Field(default=50.0, gt=0)
-    worker_burst: int = Field(default=100, ge=1)
+    # Writes per second to each worker: enough for 100 workloads/s in AllAtOnce (a copy per
+    # worker, three deleted, the Job, the cleanup: about 2.5 writes per workload and worker).
+    worker_qps: float = Field(default=500.0, gt=0)
+    worker_burst: int = Field(default=1000, ge=1)
     reconnect_base_seconds: float = Field(default=5.0, gt=0)
     reconnect_cap_seconds: float = Field(default=320.0, gt=0)
     resync_seconds: float = Field(default=30.0, gt=0)

@@ -19,15 +19,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from kueue_api import Configuration
 from worker_agent.admission_checks.base import AdmissionCheckController
 from worker_agent.admission_checks.node_capacity import NodeCapacityCheck
 from worker_agent.admission_checks.runner import AdmissionCheckRunner
 from worker_agent.cache import Change, object_key
+from worker_agent.conditions import find_condition
+from worker_agent.controllers.elastic_ungater import ElasticUngater
 from worker_agent.controllers.jobs import JobController
 from worker_agent.controllers.pod_groups import PodGroupController
 from worker_agent.controllers.runner import ControllerRunner
 from worker_agent.controllers.topology_ungater import TopologyUngater
 from worker_agent.controllers.workloads import WorkloadController
+from worker_agent.engine import EngineConfig
 from worker_agent.events import EventRecorder
 from worker_agent.health import HealthServer
 from worker_agent.informers import InformerSet
@@ -41,11 +45,15 @@ from worker_agent.resources import (
     ADMISSION_CHECKS,
     CLUSTER_QUEUES,
     COHORTS,
+    DEVICE_CLASSES,
     LOCAL_QUEUES,
     NAMESPACES,
     NODES,
     PODS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
     RESOURCE_FLAVORS,
+    RESOURCE_SLICES,
     TOPOLOGIES,
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
@@ -69,6 +77,10 @@ ENGINE_RESOURCES: tuple[ResourceType, ...] = (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     WORKLOAD_PRIORITY_CLASSES,
+    DEVICE_CLASSES,
+    RESOURCE_SLICES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
     WORKLOADS,
 )
 
@@ -94,12 +106,20 @@ class AgentConfig:
     retry_period: float = 2.0
     identity: str | None = None
     workers: int = 4
-    write_parallelism: int = 16
+    write_parallelism: int = 64
     report_interval: float = 2.0
     pods_ready_timeout: float | None = 1800.0
     """waitForPodsReady (on by default in Kueue's v1beta2 configuration); None disables."""
+    pods_ready_recovery_timeout: float | None = None
+    """waitForPodsReady.recoveryTimeout after a pod failed: None means the timeout, 0 off."""
+    block_admission: bool = False
+    """waitForPodsReady.blockAdmission: admit nothing while an admitted workload is not
+    PodsReady."""
     requeue_backoff_base: float = 60.0
     requeue_backoff_max: float = 3600.0
+    dra_configuration: Configuration | None = None
+    """A Kueue Configuration whose resources.deviceClassMappings and DRA feature gates
+    drive device quotas (spec §10); without one, no device class is mapped."""
 
 
 def _spec_changed(change: Change) -> bool:
@@ -109,6 +129,13 @@ def _spec_changed(change: Change) -> bool:
     return change.old.get("spec") != change.new.get("spec") or old_meta.get(
         "deletionTimestamp"
     ) != new_meta.get("deletionTimestamp")
+
+
+def _active_changed(change: Change) -> bool:
+    """Whether a queue's Active condition changed status (e.g. an AdmissionCheck it uses
+    turned inactive), which its Workloads' QuotaReserved message follows."""
+    old, new = (find_condition(obj or {}, "Active") or {} for obj in (change.old, change.new))
+    return old.get("status") != new.get("status")
 
 
 class _LeaderRun:
@@ -125,6 +152,8 @@ class _LeaderRun:
             agent.clock,
             agent.reporter,
             parallelism=agent.config.write_parallelism,
+            engine_config=EngineConfig(block_admission=agent.config.block_admission),
+            dra_configuration=agent.config.dra_configuration,
         )
         managed_kinds = frozenset(i.resource.kind for i in agent.integrations)
         self.job_controllers = [
@@ -140,6 +169,7 @@ class _LeaderRun:
             agent.clock,
             [PODS, *(i.resource for i in agent.integrations)],
             pods_ready_timeout=config.pods_ready_timeout,
+            recovery_timeout=config.pods_ready_recovery_timeout,
             backoff_base=config.requeue_backoff_base,
             backoff_max=config.requeue_backoff_max,
             recorder=recorder,
@@ -171,6 +201,10 @@ class _LeaderRun:
         self.ungater_runner = ControllerRunner(
             "topology-ungater", self.ungater.reconcile, agent.config.workers, observe
         )
+        self.elastic = ElasticUngater(informers, writer)
+        self.elastic_runner = ControllerRunner(
+            "elastic-job-ungater", self.elastic.reconcile, agent.config.workers, observe
+        )
         self._tasks: list[asyncio.Task[None]] = []
 
     def on_change(self, rt: ResourceType, change: Change) -> None:
@@ -179,6 +213,8 @@ class _LeaderRun:
         if rt == PODS:
             for key in self.ungater.keys_for_pod(change):
                 self.ungater_runner.enqueue(key)
+            for key in self.elastic.keys_for_pod(change):
+                self.elastic_runner.enqueue(key)
             for key in self.pod_groups.keys_for_pod(change):
                 self.pod_group_runner.enqueue(key)
             for key in self.workloads.keys_for_job(change):
@@ -190,12 +226,16 @@ class _LeaderRun:
                 self.pod_group_runner.enqueue(key)
             if self.ungater.wants(change):
                 self.ungater_runner.enqueue(change.key)
+            for key in self.elastic.keys_for_workload(change):
+                self.elastic_runner.enqueue(key)
             for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
                 for key in controller.job_keys_for_workload(change):
                     runner.enqueue(key)
-        elif rt in (LOCAL_QUEUES, CLUSTER_QUEUES) and _spec_changed(change):
-            # A queue appearing, going or changing may unblock its Workloads (status updates,
-            # most of them our own, cannot).
+        elif rt in (LOCAL_QUEUES, CLUSTER_QUEUES) and (
+            _spec_changed(change) or _active_changed(change)
+        ):
+            # A queue appearing, going, changing or turning (in)active may unblock its
+            # Workloads (other status updates, most of them our own, cannot).
             if rt == LOCAL_QUEUES:
                 keys = self.workloads.keys_for_local_queue(change)
             else:
@@ -238,6 +278,8 @@ class _LeaderRun:
         for obj in informers.cache(WORKLOADS).values():
             if self.checks.wants(Change(object_key(obj), None, obj)):
                 self.check_workload_runner.enqueue(object_key(obj))
+            for key in self.elastic.keys_for_workload(Change(object_key(obj), None, obj)):
+                self.elastic_runner.enqueue(key)
         for key in informers.cache(ADMISSION_CHECKS):
             self.check_runner.enqueue(key)
         for pod in informers.cache(PODS).values():
@@ -267,6 +309,7 @@ class _LeaderRun:
             *self.job_runners,
             self.workload_runner,
             self.ungater_runner,
+            self.elastic_runner,
             self.check_workload_runner,
             self.check_runner,
             self.pod_group_runner,

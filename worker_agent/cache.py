@@ -71,7 +71,9 @@ class ObjectCache:
         return name in self._indexers
 
     def by_index(self, name: str, value: str) -> list[JsonObject]:
-        keys = self._indexes[name].get(value, set())
+        keys = self._indexes[name].get(value)
+        if not keys:
+            return []  # the common case (most Workloads have no Job of a given kind)
         return [self._objects[key] for key in sorted(keys) if key in self._objects]
 
     def get(self, key: str) -> JsonObject | None:

@@ -61,6 +61,13 @@ class AgentMetrics:
             buckets=_WAIT_BUCKETS,
             registry=r,
         )
+        self.admission_checks_wait_time = Histogram(
+            "kueue_admission_checks_wait_time_seconds",
+            "Time from quota reservation to admission",
+            [CQ, "priority_class"],
+            buckets=_WAIT_BUCKETS,
+            registry=r,
+        )
         self.quota_reserved_wait_time = Histogram(
             "kueue_quota_reserved_wait_time_seconds",
             "Time from creation (or requeue) to quota reservation",

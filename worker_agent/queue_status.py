@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from worker_agent.engine import EngineState, cluster_queue_status
+from worker_agent.engine import EngineState, cluster_queue_status, is_admitted
 from worker_agent.engine.amounts import format_amount
 from worker_agent.engine.report import FlavorUsageView
 
@@ -63,7 +63,8 @@ def local_queue_statuses(state: EngineState) -> dict[str, JsonObject]:
             pending[key] += 1
             continue
         reserving[key] += 1
-        checks_ready = info.spec.admission_checks_ready
+        cq = state.cluster_queues.get(info.admission.cluster_queue)
+        checks_ready = is_admitted(None if cq is None else cq.spec, info)
         admitted[key] += 1 if checks_ready else 0
         for fr, value in info.usage.items():
             reserved_usage[key][fr] += value
@@ -105,11 +106,19 @@ def _usage_json(cq: Any, usage: Mapping[tuple[str, str], int]) -> list[JsonObjec
 
 
 def capacity_summary(state: EngineState) -> list[JsonObject]:
-    """Per ClusterQueue, flavor and resource: nominal quota, usage, and the demand of its
-    pending workloads (counted on the ClusterQueue's first flavor for that resource)."""
+    """Per ClusterQueue, flavor and resource: nominal quota, usage, the demand of its
+    pending workloads (counted on the ClusterQueue's first flavor for that resource), and the
+    usage split by workload priority, from which the manager tells what a workload of a given
+    priority could preempt there."""
     pending: dict[tuple[str, str], int] = defaultdict(int)
+    by_priority: dict[tuple[str, str, str], dict[int, int]] = defaultdict(lambda: defaultdict(int))
     for info in state.workloads.values():
-        if info.admission is not None or info.cluster_queue is None:
+        if info.cluster_queue is None:
+            continue
+        if info.admission is not None:
+            for (flavor_name, resource), amount in info.usage.items():
+                key = (info.cluster_queue, flavor_name, resource)
+                by_priority[key][info.spec.priority] += amount
             continue
         for pod_set in info.spec.pod_sets:
             for resource, per_pod in pod_set.per_pod.items():
@@ -132,6 +141,13 @@ def capacity_summary(state: EngineState) -> list[JsonObject]:
                             "nominal": format_amount(resource, quota.nominal),
                             "usage": format_amount(resource, used),
                             "pending": format_amount(resource, waiting),
+                            "usageByPriority": [
+                                {"priority": priority, "usage": format_amount(resource, amount)}
+                                for priority, amount in sorted(
+                                    by_priority.get((name, flavor.name, resource), {}).items()
+                                )
+                                if amount
+                            ],
                         }
                     )
     return rows

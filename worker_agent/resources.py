@@ -66,3 +66,11 @@ EVENTS = ResourceType("", "v1", "events", "Event", True)
 JOBS = ResourceType("batch", "v1", "jobs", "Job", True)
 JOBSETS = ResourceType("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", True)
 LEASES = ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True)
+
+# Dynamic Resource Allocation: what device quotas are computed from (spec §10).
+DEVICE_CLASSES = ResourceType("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+RESOURCE_SLICES = ResourceType("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
+RESOURCE_CLAIM_TEMPLATES = ResourceType(
+    "resource.k8s.io", "v1", "resourceclaimtemplates", "ResourceClaimTemplate", True
+)
+RESOURCE_CLAIMS = ResourceType("resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True)

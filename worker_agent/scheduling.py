@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kueue_api import Configuration
 from worker_agent import workloads as wl
-from worker_agent.cache import Change
-from worker_agent.conditions import find_condition, parse_time, set_condition
+from worker_agent.cache import Change, ObjectCache
+from worker_agent.conditions import set_condition
 from worker_agent.engine import (
     Admission,
     AdmissionDecision,
     CycleResult,
+    EngineConfig,
+    EngineState,
     Eviction,
     admission_to_api,
     schedule,
@@ -48,7 +51,8 @@ from worker_agent.resources import (
     WORKLOADS,
     ResourceType,
 )
-from worker_agent.writer import ObjectWriter
+from worker_agent.status_writes import StatusWrites
+from worker_agent.writer import Mutation, ObjectWriter
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +66,11 @@ def admission_json(admission: Admission) -> JsonObject:
     return result
 
 
-_ENGINE_CONDITIONS = ("QuotaReserved", "Evicted", "Requeued", "Finished")
+_ENGINE_CONDITIONS = ("QuotaReserved", "Evicted", "Requeued", "Finished", "PodsReady")
+
+
+def _check_states(status: JsonObject) -> tuple[tuple[Any, Any], ...]:
+    return tuple((c.get("name"), c.get("state")) for c in status.get("admissionChecks") or [])
 
 
 def engine_view(rt: ResourceType, obj: JsonObject) -> object:
@@ -82,23 +90,33 @@ def engine_view(rt: ResourceType, obj: JsonObject) -> object:
     if rt != WORKLOADS:
         return (obj.get("spec"), obj.get("value"), meta.get("labels"), meta.get("name"))
     status = obj.get("status") or {}
+    # QuotaReserved counts only when True: False (why a Workload waits, which we write for
+    # every pending one) and absent look the same to the engine.
     conditions = tuple(
         (c.get("type"), c.get("status"), c.get("reason") if c.get("type") == "Evicted" else None)
         for c in status.get("conditions") or []
         if c.get("type") in _ENGINE_CONDITIONS
+        and (c.get("type") != "QuotaReserved" or c.get("status") == "True")
     )
-    return (obj.get("spec"), status.get("admission"), status.get("requeueState"), conditions)
+    return (
+        obj.get("spec"),
+        status.get("admission"),
+        status.get("requeueState"),
+        conditions,
+        _check_states(status),
+    )
 
 
 @dataclass
 class _CycleOutput:
     result: CycleResult
-    admissions: list[tuple[AdmissionDecision, bool]] = field(default_factory=list)
+    admissions: list[AdmissionDecision] = field(default_factory=list)
     cq_status: dict[str, JsonObject] | None = None
     lq_status: dict[str, JsonObject] | None = None
     capacity: list[JsonObject] | None = None
     pending_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
     invalid: dict[str, str] = field(default_factory=dict)
+    held: dict[str, tuple[str, str]] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -116,6 +134,8 @@ class SchedulingLoop:
         parallelism: int = 16,
         batch_delay: float = 0.02,
         status_interval: float = 1.0,
+        engine_config: EngineConfig | None = None,
+        dra_configuration: Configuration | None = None,
     ) -> None:
         self._informers = informers
         self._writer = writer
@@ -125,12 +145,16 @@ class SchedulingLoop:
         self._reporter = reporter
         self._batch_delay = batch_delay
         self._status_interval = status_interval
-        self._feed = EngineFeed()
+        self._feed = EngineFeed(EngineState(engine_config), dra_configuration)
         self._changes: list[tuple[ResourceType, Change]] = []
         self._forget: list[str] = []
         self._in_flight: set[str] = set()
         self._writes: set[asyncio.Task[None]] = set()
         self._limit = asyncio.Semaphore(parallelism)
+        self._status_writes = StatusWrites(writer)
+        self._pending_shown: dict[str, tuple[JsonObject, str, str]] = {}
+        """Per pending Workload: the cached object and the reason and message last checked
+        against it (already shown, or asked for), so an unchanged report costs a lookup."""
         self._wake = asyncio.Event()
         self._last_status = 0.0
         self._status_stale = True
@@ -144,6 +168,8 @@ class SchedulingLoop:
         Changes the engine cannot see (status written by us, resourceVersion bumps) are
         dropped here, so our own writes do not start cycles."""
         old, new = change.old, change.new
+        if new is None and rt == WORKLOADS:
+            self._pending_shown.pop(change.key, None)
         if old is not None and new is not None and engine_view(rt, old) == engine_view(rt, new):
             return
         self._changes.append((rt, change))
@@ -154,11 +180,14 @@ class SchedulingLoop:
 
     @property
     def busy(self) -> bool:
-        return bool(self._changes or self._writes or self._wake.is_set())
+        return bool(
+            self._changes or self._writes or self._wake.is_set() or not self._status_writes.idle
+        )
 
     async def run(self) -> None:
         """Cycle until cancelled; outstanding writes are cancelled with it."""
         continuing = False
+        self._status_writes.start()
         try:
             while True:
                 timeout = None
@@ -207,6 +236,7 @@ class SchedulingLoop:
             for task in list(self._writes):
                 task.cancel()
             await asyncio.gather(*self._writes, return_exceptions=True)
+            await self._status_writes.stop()
 
     # --- worker thread ---------------------------------------------------------------------
 
@@ -221,20 +251,18 @@ class SchedulingLoop:
         started = time.perf_counter()
         feed = self._feed
         for key in forget:
-            feed.state.forget_admission(key)
+            feed.forget_admission(key)
         for rt, change in changes:
             try:
                 feed.apply(rt, change, in_flight)
             except Exception:
                 log.exception("%s %s could not enter the engine", rt.kind, change.key)
         result = schedule(feed.state, now.timestamp())
+        feed.assume(result.admissions)
         for eviction in result.evictions:
             feed.hold_until_released(eviction.key)
         output = _CycleOutput(result)
-        for decision in result.admissions:
-            cq = feed.state.cluster_queues.get(decision.cluster_queue)
-            checks_ready = cq is None or not cq.spec.admission_checks
-            output.admissions.append((decision, checks_ready))
+        output.admissions.extend(result.admissions)
         if status_due:
             output.cq_status = cluster_queue_statuses(feed.state)
             output.lq_status = local_queue_statuses(feed.state)
@@ -244,6 +272,7 @@ class SchedulingLoop:
                 active = len(cq.queue.active)
                 output.pending_counts[name] = (active, len(cq.queue) - active)
         output.invalid = dict(feed.invalid)
+        output.held = feed.held()
         output.seconds = time.perf_counter() - started
         return output
 
@@ -255,18 +284,18 @@ class SchedulingLoop:
         if result.heads:
             self._metrics.admission_attempts.labels(outcome).inc()
             self._metrics.admission_attempt_duration.labels(outcome).observe(output.seconds)
-        for decision, checks_ready in output.admissions:
+        for decision in output.admissions:
+            self._status_writes.drop(WORKLOADS, decision.key)
+            self._pending_shown.pop(decision.key, None)
             self._in_flight.add(decision.key)
-            self._spawn(self._write_admission(decision, checks_ready, now))
+            self._spawn(self._write_admission(decision, now))
         workloads = self._informers.cache(WORKLOADS)
         for pending in result.pending:
-            cached = workloads.get(pending.key)
-            if cached is not None and wl.set_pending(cached, pending.reason, pending.message, now):
-                self._spawn(self._write_pending(pending.key, pending.reason, pending.message, now))
+            self._show_pending(workloads, pending.key, pending.reason, pending.message, now)
         for key, message in output.invalid.items():
-            cached = workloads.get(key)
-            if cached is not None and wl.set_pending(cached, "Misconfigured", message, now):
-                self._spawn(self._write_pending(key, "Misconfigured", message, now))
+            self._show_pending(workloads, key, "Misconfigured", message, now)
+        for key, (reason, message) in output.held.items():
+            self._show_pending(workloads, key, reason, message, now)
         for eviction in result.evictions:
             self._spawn(self._write_eviction(eviction, now))
         if output.capacity is not None:
@@ -277,10 +306,29 @@ class SchedulingLoop:
         if output.cq_status is not None:
             for name, desired in output.cq_status.items():
                 self._update_metrics_for_cq(name, desired)
-                self._spawn(self._write_queue_status(CLUSTER_QUEUES, name, desired, now))
+                self._status_writes.want(CLUSTER_QUEUES, name, _queue_status(desired, now))
         if output.lq_status is not None:
             for key, desired in output.lq_status.items():
-                self._spawn(self._write_queue_status(LOCAL_QUEUES, key, desired, now))
+                self._status_writes.want(LOCAL_QUEUES, key, _queue_status(desired, now))
+
+    def _show_pending(
+        self, workloads: ObjectCache, key: str, reason: str, message: str, now: datetime
+    ) -> None:
+        """Ask for QuotaReserved=False with this reason and message, unless shown already.
+
+        The engine reports every pending head, and every workload of a blocked shape, each
+        cycle; nearly all of those reports repeat what the Workload already says."""
+        cached = workloads.get(key)
+        if cached is None:
+            return
+        shown = self._pending_shown.get(key)
+        if shown is not None and shown[0] is cached and shown[1:] == (reason, message):
+            return
+        self._pending_shown[key] = (cached, reason, message)
+        if wl.set_pending(cached, reason, message, now) is not None:
+            self._status_writes.want(
+                WORKLOADS, key, lambda w: wl.set_pending(w, reason, message, now)
+            )
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.create_task(self._bounded(coroutine))
@@ -297,16 +345,14 @@ class SchedulingLoop:
                 log.warning("write failed: %s", error)
                 log.debug("traceback", exc_info=True)
 
-    async def _write_admission(
-        self, decision: AdmissionDecision, checks_ready: bool, now: datetime
-    ) -> None:
+    async def _write_admission(self, decision: AdmissionDecision, now: datetime) -> None:
         admission = admission_json(decision.admission)
         written: JsonObject | None = None
         try:
             written = await self._writer.update(
                 WORKLOADS,
                 decision.key,
-                lambda w: wl.admit(w, admission, checks_ready, now),
+                lambda w: wl.admit(w, admission, decision.admission_checks, now),
                 status=True,
             )
         finally:
@@ -316,20 +362,16 @@ class SchedulingLoop:
                 self._forget.append(decision.key)
                 self._wake.set()
         if written is not None:
-            self._observe_admission(written, decision, checks_ready, now)
+            self._observe_admission(written, decision, now)
 
     def _observe_admission(
-        self, workload: JsonObject, decision: AdmissionDecision, checks_ready: bool, now: datetime
+        self, workload: JsonObject, decision: AdmissionDecision, now: datetime
     ) -> None:
         cq = decision.cluster_queue
         priority_class = str(
             ((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
         )
-        created = parse_time((workload.get("metadata") or {}).get("creationTimestamp"))
-        requeued = find_condition(workload, wl.REQUEUED)
-        if requeued is not None and requeued.get("status") == "True":
-            created = parse_time(requeued.get("lastTransitionTime")) or created
-        wait = max(0.0, (now - created).total_seconds()) if created else 0.0
+        wait = wl.queued_for(workload, now)
         self._metrics.quota_reserved_workloads.labels(cq, priority_class).inc()
         self._metrics.quota_reserved_wait_time.labels(cq, priority_class).observe(wait)
         self._recorder.normal(
@@ -337,7 +379,7 @@ class SchedulingLoop:
             "QuotaReserved",
             f"Quota reserved in ClusterQueue {cq}, wait time since queued was {wait:.0f}s",
         )
-        if checks_ready:
+        if wl.is_admitted(workload):
             self._metrics.admitted_workloads.labels(cq, priority_class).inc()
             self._metrics.admission_wait_time.labels(cq, priority_class).observe(wait)
             self._recorder.normal(
@@ -347,11 +389,6 @@ class SchedulingLoop:
             )
         if self._reporter is not None:
             self._reporter.admitted(workload)
-
-    async def _write_pending(self, key: str, reason: str, message: str, now: datetime) -> None:
-        await self._writer.update(
-            WORKLOADS, key, lambda w: wl.set_pending(w, reason, message, now), status=True
-        )
 
     async def _write_eviction(self, eviction: Eviction, now: datetime) -> None:
         written = await self._writer.update(
@@ -403,23 +440,24 @@ class SchedulingLoop:
                     nominal = float(quota.nominal) / (1000 if resource == "cpu" else 1)
                     self._metrics.nominal_quota.labels(*labels).set(nominal)
 
-    async def _write_queue_status(
-        self, rt: ResourceType, key: str, desired: JsonObject, now: datetime
-    ) -> None:
-        def mutate(obj: JsonObject) -> JsonObject | None:
-            status = dict(obj.get("status") or {})
-            before = dict(status)
-            active, reason, message = desired["active"]
-            for name, value in desired.items():
-                if name != "active":
-                    status[name] = value
-            generation = (obj.get("metadata") or {}).get("generation")
-            set_condition(status, "Active", active, reason, message, now, generation)
-            if status == before:
-                return None
-            return {**obj, "status": status}
 
-        await self._writer.update(rt, key, mutate, status=True)
+def _queue_status(desired: JsonObject, now: datetime) -> Mutation:
+    """The update that makes a ClusterQueue's or LocalQueue's status `desired`."""
+
+    def mutate(obj: JsonObject) -> JsonObject | None:
+        status = dict(obj.get("status") or {})
+        before = dict(status)
+        active, reason, message = desired["active"]
+        for name, value in desired.items():
+            if name != "active":
+                status[name] = value
+        generation = (obj.get("metadata") or {}).get("generation")
+        set_condition(status, "Active", active, reason, message, now, generation)
+        if status == before:
+            return None
+        return {**obj, "status": status}
+
+    return mutate
 
 
 def utc_now() -> datetime:

@@ -13,7 +13,12 @@ _MAX_NAME_LENGTH = 253
 _MAX_PREFIX_LENGTH = _MAX_NAME_LENGTH - 1 - _HASH_LENGTH
 
 
-def workload_name_for_owner(owner_name: str, owner_uid: str, kind: str, group: str) -> str:
+def workload_name_for_owner(
+    owner_name: str, owner_uid: str, kind: str, group: str, extra: str = ""
+) -> str:
+    """`extra` tells apart the Workloads of one owner: an elastic job's slices carry the job's
+    generation (GenerateWorkloadNameWithExtra)."""
     prefix = f"{kind.lower()}-{owner_name}"[:_MAX_PREFIX_LENGTH]
-    digest = hashlib.sha1("\n".join((kind, group, owner_name, owner_uid)).encode()).hexdigest()
+    parts = (kind, group, owner_name, owner_uid, *((extra,) if extra else ()))
+    digest = hashlib.sha1("\n".join(parts).encode()).hexdigest()
     return f"{prefix}-{digest[:_HASH_LENGTH]}"

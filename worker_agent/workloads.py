@@ -9,11 +9,12 @@ is never written over another one, a finished Workload is never reopened.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
+from worker_agent.admission_checks import states as checks
 from worker_agent.conditions import (
     condition_true,
     find_condition,
@@ -21,6 +22,8 @@ from worker_agent.conditions import (
     rfc3339,
     set_condition,
 )
+from worker_agent.engine import retry_time
+from worker_agent.engine.checks import UNSATISFIED_CHECKS_MESSAGE, UNSATISFIED_CHECKS_REASON
 from worker_agent.integrations.base import PodSetInfo
 from worker_agent.resources import KUEUE_GROUP, KUEUE_VERSION
 from worker_agent.topology import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
@@ -199,13 +202,19 @@ def _generation(workload: JsonObject) -> int | None:
 
 
 def admit(
-    workload: JsonObject, admission: JsonObject, checks_ready: bool, now: datetime
+    workload: JsonObject, admission: JsonObject, check_names: Sequence[str], now: datetime
 ) -> JsonObject | None:
-    """Reserve quota (and admit, when no admission check is pending); never over another
-    reservation, never on a finished or deactivated Workload."""
+    """Reserve quota with the reservation's admission checks (their states kept, new ones
+    Pending, stale ones dropped), and admit when all of them are Ready (or there are none),
+    else say Admitted=False (UnsatisfiedAdmissionChecks) as Kueue's scheduler does; never over
+    another reservation, never on a finished or deactivated Workload."""
     if is_finished(workload) or has_quota_reservation(workload) or not is_active(workload):
         return None
     result, status = _with_status(workload)
+    current = checks.check_states(workload)
+    synced = checks.synced(current, check_names, now)
+    if synced is not None:
+        status["admissionChecks"] = synced
     generation = _generation(workload)
     cluster_queue = admission.get("clusterQueue", "")
     status["admission"] = copy.deepcopy(admission)
@@ -219,9 +228,7 @@ def admit(
         now,
         generation,
     )
-    if checks_ready:
-        message = "The workload is admitted"
-        set_condition(status, ADMITTED, True, "Admitted", message, now, generation)
+    _set_admitted_condition(status, current if synced is None else synced, now, workload)
     for kind in (EVICTED, PREEMPTED):
         if find_condition(result, kind) is not None:
             set_condition(status, kind, False, "QuotaReserved", "Previously: " + kind, now)
@@ -254,26 +261,154 @@ def evict(
     message: str,
     now: datetime,
     preemption_reason: str | None = None,
+    underlying_cause: str = "",
 ) -> JsonObject | None:
     """Mark an admitted Workload Evicted (and Preempted); its job is stopped next, and the quota
-    is released once its pods are gone."""
+    is released once its pods are gone. Its admission checks go back to Pending, as after any
+    eviction in Kueue. A deactivation names its cause in the reason (DeactivatedDueTo...)."""
     if is_finished(workload) or not has_quota_reservation(workload) or is_evicted(workload):
         return None
     result, status = _with_status(workload)
     generation = _generation(workload)
-    set_condition(status, EVICTED, True, reason, message, now, generation)
+    shown = f"{reason}DueTo{underlying_cause}" if underlying_cause else reason
+    set_condition(status, EVICTED, True, shown, message, now, generation)
     if preemption_reason is not None:
         set_condition(status, PREEMPTED, True, preemption_reason, message, now, generation)
+    if status.get("admissionChecks"):
+        status["admissionChecks"] = checks.reset_on_eviction(status["admissionChecks"], now)
     stats = dict(status.get("schedulingStats") or {})
     evictions = [dict(entry) for entry in stats.get("evictions") or []]
     for entry in evictions:
-        if entry.get("reason") == reason and entry.get("underlyingCause", "") == "":
+        if entry.get("reason") == reason and entry.get("underlyingCause", "") == underlying_cause:
             entry["count"] = int(entry.get("count", 0)) + 1
             break
     else:
-        evictions.append({"reason": reason, "underlyingCause": "", "count": 1})
+        evictions.append({"reason": reason, "underlyingCause": underlying_cause, "count": 1})
     stats["evictions"] = evictions
     status["schedulingStats"] = stats
+    return result
+
+
+def queued_for(workload: JsonObject, now: datetime) -> float:
+    """Seconds since the Workload last entered its queue (created, or last requeued), from
+    which Kueue measures its wait-time metrics."""
+    since = parse_time((workload.get("metadata") or {}).get("creationTimestamp"))
+    requeued = find_condition(workload, REQUEUED)
+    if requeued is not None and requeued.get("status") == "True":
+        since = parse_time(requeued.get("lastTransitionTime")) or since
+    return max(0.0, (now - since).total_seconds()) if since else 0.0
+
+
+DEACTIVATION_TARGET = "DeactivationTarget"
+ADMISSION_CHECK = "AdmissionCheck"
+DEACTIVATED = "Deactivated"
+
+
+def sync_admitted(workload: JsonObject, now: datetime) -> JsonObject | None:
+    """Kueue's SyncAdmittedCondition for a reservation not yet admitted: Admitted=True once its
+    admission checks are all Ready, whoever made them so, else Admitted=False
+    (UnsatisfiedAdmissionChecks); the caller has synced the check list first. None when
+    nothing changes."""
+    if is_finished(workload) or not has_quota_reservation(workload) or is_evicted(workload):
+        return None
+    if condition_true(workload, ADMITTED):
+        return None
+    result, status = _with_status(workload)
+    if not _set_admitted_condition(status, checks.check_states(workload), now, workload):
+        return None
+    return result
+
+
+def _set_admitted_condition(
+    status: JsonObject, check_states: list[JsonObject], now: datetime, workload: JsonObject
+) -> bool:
+    generation = _generation(workload)
+    if checks.all_ready(check_states):
+        message = "The workload is admitted"
+        return set_condition(status, ADMITTED, True, "Admitted", message, now, generation)
+    return set_condition(
+        status,
+        ADMITTED,
+        False,
+        UNSATISFIED_CHECKS_REASON,
+        UNSATISFIED_CHECKS_MESSAGE,
+        now,
+        generation,
+    )
+
+
+def evict_for_retry(workload: JsonObject, message: str, now: datetime) -> JsonObject | None:
+    """Evict a reservation with a Retry check (reason AdmissionCheck): the checks go back to
+    Pending and the Workload waits until `requeueState.requeueAt`, the latest retry time any
+    check asked for (kept when later), before it is queued again."""
+    retry_at = retry_time(checks.statuses(workload))
+    result = evict(workload, ADMISSION_CHECK, message, now)
+    if result is None:
+        return None
+    status = result["status"]
+    if retry_at is not None:
+        state = dict(status.get("requeueState") or {})
+        current = parse_time(state.get("requeueAt"))
+        wanted = datetime.fromtimestamp(retry_at, tz=now.tzinfo)
+        if current is None or current < wanted:
+            state["requeueAt"] = rfc3339(wanted)
+        status["requeueState"] = state
+    set_condition(status, REQUEUED, False, ADMISSION_CHECK, message, now, _generation(workload))
+    return result
+
+
+def set_deactivation_target(workload: JsonObject, message: str, now: datetime) -> JsonObject | None:
+    """Ask for the Workload's deactivation because of a Rejected check (Kueue's
+    DeactivationTarget condition); the spec change and the eviction follow."""
+    if is_finished(workload) or not is_active(workload):
+        return None
+    current = find_condition(workload, DEACTIVATION_TARGET) or {}
+    if (current.get("status"), current.get("reason"), current.get("message")) == (
+        "True",
+        ADMISSION_CHECK,
+        message,
+    ):
+        return None
+    result, status = _with_status(workload)
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != DEACTIVATION_TARGET]
+    target: JsonObject = {
+        "type": DEACTIVATION_TARGET,
+        "status": "True",
+        "reason": ADMISSION_CHECK,
+        "message": message,
+        # Kueue leaves this condition's time unset; the API requires one.
+        "lastTransitionTime": str(current.get("lastTransitionTime") or rfc3339(now)),
+    }
+    status["conditions"] = [*conditions, target]
+    return result
+
+
+def deactivate(workload: JsonObject) -> JsonObject | None:
+    """spec.active=false for a Workload asked to be deactivated."""
+    if not is_active(workload) or not condition_true(workload, DEACTIVATION_TARGET):
+        return None
+    return {**workload, "spec": {**(workload.get("spec") or {}), "active": False}}
+
+
+def evict_deactivated(workload: JsonObject, now: datetime) -> JsonObject | None:
+    """Evict a deactivated Workload that still holds quota, naming what deactivated it
+    ("The workload is deactivated due to ..."), and forget its requeue state."""
+    if is_active(workload):
+        return None
+    target = find_condition(workload, DEACTIVATION_TARGET)
+    message = "The workload is deactivated"
+    cause = ""
+    if target is not None and target.get("status") == "True":
+        message = f"{message} due to {target.get('message', '')}"
+        cause = str(target.get("reason") or "")
+    result = evict(workload, DEACTIVATED, message, now, underlying_cause=cause)
+    if result is None:
+        return None
+    status = result["status"]
+    status["conditions"] = [
+        c for c in status.get("conditions") or [] if c.get("type") != DEACTIVATION_TARGET
+    ]
+    status.pop("requeueState", None)
     return result
 
 
@@ -346,18 +481,24 @@ EVICTED_BY_PODS_READY_TIMEOUT = "PodsReadyTimeout"
 _BACKOFF_REASONS = (EVICTED_BY_PODS_READY_TIMEOUT, "AdmissionCheck")
 
 
-def pods_ready_deadline(workload: JsonObject, timeout: timedelta) -> datetime | None:
+def pods_ready_deadline(
+    workload: JsonObject, timeout: timedelta, recovery_timeout: timedelta | None = None
+) -> datetime | None:
     """When an admitted Workload whose pods are not all ready must be evicted (waitForPodsReady):
-    `timeout` after admission, or after a pod failed (WaitForRecovery)."""
+    `timeout` after admission, or `recovery_timeout` (default: `timeout`; zero: never) after a
+    pod failed (WaitForRecovery)."""
     if not is_admitted(workload) or is_evicted(workload) or not is_active(workload):
         return None
     ready = find_condition(workload, PODS_READY)
     if ready is not None and ready.get("status") == "True":
         return None
     if ready is not None and ready.get("reason") == "WaitForRecovery":
+        recovery = timeout if recovery_timeout is None else recovery_timeout
+        if not recovery:
+            return None
         since = parse_time(ready.get("lastTransitionTime"))
-    else:
-        since = parse_time((find_condition(workload, ADMITTED) or {}).get("lastTransitionTime"))
+        return None if since is None else since + recovery
+    since = parse_time((find_condition(workload, ADMITTED) or {}).get("lastTransitionTime"))
     return None if since is None else since + timeout
 
 

@@ -158,14 +158,16 @@ def _open_log(name: str) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def _process(*args: str, env: dict[str, str], log_name: str) -> AsyncIterator[None]:
+async def _process(
+    *args: str, env: dict[str, str], log_name: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
     """A subprocess whose output goes to MKQ_BENCH_LOG_DIR/<log_name>.log."""
     log_file = _open_log(log_name)
     process = await asyncio.create_subprocess_exec(
         *args, stdout=log_file, stderr=log_file, env={**os.environ, **env}
     )
     try:
-        yield
+        yield process
     finally:
         if process.returncode is None:
             process.terminate()
@@ -183,6 +185,15 @@ async def _wait(check: Any, within: float) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("the benchmark did not settle in time")
         await asyncio.sleep(0.5)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process so far (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _writes(metrics_text: str) -> float:
@@ -203,7 +214,7 @@ async def run_mode(
     job_cpu: str,
     cluster_cpu: str,
     within: float,
-    worker_qps: float,
+    worker_qps: float | None,
 ) -> dict[str, Any]:
     token = secrets.token_urlsafe(16)
     port = _free_port()
@@ -216,11 +227,12 @@ async def run_mode(
             "MKQ_API_TOKEN": token,
             "MKQ_ENCRYPTION_KEY": Fernet.generate_key().decode(),
             "MKQ_DISPATCHER": mode,
-            "MKQ_WORKER_QPS": str(worker_qps),
-            "MKQ_WORKER_BURST": str(int(worker_qps * 2)),
         }
+        if worker_qps is not None:
+            env["MKQ_WORKER_QPS"] = str(worker_qps)
+            env["MKQ_WORKER_BURST"] = str(int(worker_qps * 2))
         async with contextlib.AsyncExitStack() as stack:
-            await stack.enter_async_context(
+            manager = await stack.enter_async_context(
                 _process(
                     MKQ,
                     "manager",
@@ -246,13 +258,14 @@ async def run_mode(
                     return False
 
             await _wait(ready, 60)
+            agents: list[asyncio.subprocess.Process] = []
             for cluster in clusters:
                 response = await api.post(
                     "/api/v1/clusters",
                     json={"name": cluster.name, "kubeconfig": cluster.kubeconfig},
                 )
                 agent_token = response.json()["token"]
-                await stack.enter_async_context(
+                agent = await stack.enter_async_context(
                     _process(
                         MKQ,
                         "agent",
@@ -270,6 +283,7 @@ async def run_mode(
                         log_name=f"{mode}-agent-{cluster.name}",
                     )
                 )
+                agents.append(agent)
 
             async def connected() -> bool:
                 items = (await api.get("/api/v1/clusters")).json()["items"]
@@ -282,6 +296,11 @@ async def run_mode(
                 .set(drivername="postgresql")
                 .render_as_string(hide_password=False)
             )
+            cpu_before = {
+                "manager": _cpu_seconds(manager.pid),
+                "agents": sum(_cpu_seconds(a.pid) for a in agents),
+                "harness": time.process_time(),
+            }
             started = time.monotonic()
             with Progress(console=console, transient=True) as progress:
                 submitted = progress.add_task(f"{mode}: submitting", total=jobs)
@@ -318,6 +337,17 @@ async def run_mode(
                 await asyncio.gather(*(submitter() for _ in range(16)))
                 await _wait(settled, within)
             wall = time.monotonic() - started
+            backends = await db.fetch(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            )
+            cpu = {
+                # Backends of this run's database (the pool's are opened during the run).
+                "postgres": sum(_cpu_seconds(int(b["pid"])) for b in backends),
+                "manager": _cpu_seconds(manager.pid) - cpu_before["manager"],
+                "agents": sum(_cpu_seconds(a.pid) for a in agents) - cpu_before["agents"],
+                # The 4 kubesim API servers with their controllers, and the submitting client.
+                "harness": time.process_time() - cpu_before["harness"],
+            }
             await asyncio.sleep(2)  # last deletes counted
             rows = await db.fetch(
                 "SELECT w.created_at, w.dispatched_at, w.admitted_at, w.state, "
@@ -352,6 +382,9 @@ async def run_mode(
         "submitToDispatchedP50Seconds": round(statistics.median(to_dispatch), 3),
         "workerApiWritesPerWorkload": round(writes / jobs, 2),
         "copiesPerWorkload": round(sum(r["attempts"] for r in rows) / jobs, 2),
+        # CPU milliseconds per workload, submit to cleanup: steadier than rates on a shared host.
+        "cpuMsPerWorkload": {k: round(1000 * v / jobs, 1) for k, v in cpu.items()},
+        "loadAverage": os.getloadavg()[0],
     }
 
 
@@ -367,8 +400,9 @@ def main() -> None:
     parser.add_argument(
         "--worker-qps",
         type=float,
-        default=50.0,
-        help="the manager's write rate limit per worker (MKQ_WORKER_QPS)",
+        default=None,
+        help="the manager's write rate limit per worker (MKQ_WORKER_QPS; default: the "
+        "manager's own default)",
     )
     parser.add_argument(
         "--database-url",

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import resource
 import signal
@@ -47,10 +46,12 @@ from bench.scheduler.scenario import (
     workload_object,
 )
 from bench.scheduler.simulation import ProgressCallback, Sample
+from kubesim import jsoncodec  # orjson when installed: the runner shares kubesim's process
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 JSON_PATCH = "application/json-patch+json"
+_JSON_BODY = {"Content-Type": "application/json"}
 
 Obj = dict[str, Any]
 
@@ -154,7 +155,9 @@ class _Client:
 
     async def create(self, obj: Obj) -> Obj:
         for attempt in range(20):
-            async with self.session.post(self.url + _path_for(obj), json=obj) as response:
+            async with self.session.post(
+                self.url + _path_for(obj), data=jsoncodec.dumps(obj), headers=_JSON_BODY
+            ) as response:
                 if response.status in (200, 201):
                     return await response.json()  # type: ignore[no-any-return]
                 body = await response.text()
@@ -173,7 +176,7 @@ class _Client:
         path = f"{KUEUE}/namespaces/{meta['namespace']}/workloads/{meta['name']}/status"
         async with self.session.patch(
             self.url + path,
-            data=json.dumps(patch),
+            data=jsoncodec.dumps(patch),
             headers={"Content-Type": content_type},
         ) as response:
             await response.read()
@@ -203,7 +206,7 @@ class _Client:
                 async for line in response.content:
                     if not line.strip():
                         continue
-                    event = json.loads(line)
+                    event = jsoncodec.loads(line)
                     obj = event.get("object") or {}
                     version = obj.get("metadata", {}).get("resourceVersion", version)
                     if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):

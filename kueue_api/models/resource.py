@@ -1,5 +1,5 @@
-"""resource.k8s.io/v1 (Dynamic Resource Allocation): DeviceClass, ResourceClaim and
-ResourceClaimTemplate, with the fields Kueue's DRA accounting reads."""
+"""resource.k8s.io/v1 (Dynamic Resource Allocation): DeviceClass, ResourceClaim,
+ResourceClaimTemplate and ResourceSlice, with the fields Kueue's DRA accounting reads."""
 
 from __future__ import annotations
 
@@ -9,13 +9,22 @@ from pydantic import Field
 
 from kueue_api.models.base import CoreModel, Int64, ResourceList, StrictBool, StrictStr
 from kueue_api.models.meta import ObjectMeta
+from kueue_api.quantity import Quantity
 
 __all__ = [
     "CELDeviceSelector",
+    "CapacityRequestPolicy",
+    "CapacityRequestPolicyRange",
     "CapacityRequirements",
+    "Counter",
+    "CounterSet",
+    "Device",
+    "DeviceAttribute",
+    "DeviceCapacity",
     "DeviceClaim",
     "DeviceClass",
     "DeviceClassSpec",
+    "DeviceCounterConsumption",
     "DeviceRequest",
     "DeviceSelector",
     "DeviceSubRequest",
@@ -25,6 +34,9 @@ __all__ = [
     "ResourceClaimStatus",
     "ResourceClaimTemplate",
     "ResourceClaimTemplateSpec",
+    "ResourcePool",
+    "ResourceSlice",
+    "ResourceSliceSpec",
 ]
 
 AllocationMode = Literal["ExactCount", "All"]
@@ -151,3 +163,112 @@ class DeviceClass(CoreModel):
     kind: Literal["DeviceClass"] = "DeviceClass"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: DeviceClassSpec = Field(default_factory=DeviceClassSpec)
+
+
+# --- ResourceSlice: the devices a driver publishes -------------------------------------------
+
+
+class DeviceAttribute(CoreModel):
+    """One attribute value: exactly one of the four typed fields is set."""
+
+    other_fields = frozenset()
+
+    int: Int64 | None = None
+    bool: StrictBool | None = None
+    string: StrictStr | None = None
+    version: StrictStr | None = None
+
+
+class CapacityRequestPolicyRange(CoreModel):
+    other_fields = frozenset()
+
+    min: Quantity | None = None
+    max: Quantity | None = None
+    step: Quantity | None = None
+
+
+class CapacityRequestPolicy(CoreModel):
+    """How a consumable capacity may be requested: a default and either valid values
+    (ascending) or a valid range."""
+
+    other_fields = frozenset()
+
+    default: Quantity | None = None
+    valid_values: list[Quantity] | None = None
+    valid_range: CapacityRequestPolicyRange | None = None
+
+
+class DeviceCapacity(CoreModel):
+    other_fields = frozenset()
+
+    value: Quantity
+    request_policy: CapacityRequestPolicy | None = None
+
+
+class Counter(CoreModel):
+    other_fields = frozenset()
+
+    value: Quantity
+
+
+class CounterSet(CoreModel):
+    other_fields = frozenset()
+
+    name: StrictStr
+    counters: dict[str, Counter]
+
+
+class DeviceCounterConsumption(CoreModel):
+    other_fields = frozenset()
+
+    counter_set: StrictStr
+    counters: dict[str, Counter]
+
+
+class Device(CoreModel):
+    other_fields = frozenset(
+        {
+            "nodeName",
+            "nodeSelector",
+            "allNodes",
+            "taints",
+            "bindsToNode",
+            "bindingConditions",
+            "bindingFailureConditions",
+            "allowMultipleAllocations",
+        }
+    )
+
+    name: StrictStr
+    attributes: dict[str, DeviceAttribute] | None = None
+    capacity: dict[str, DeviceCapacity] | None = None
+    consumes_counters: list[DeviceCounterConsumption] | None = None
+
+
+class ResourcePool(CoreModel):
+    """A pool is complete when all ``resourceSliceCount`` slices of its newest generation
+    are published; Kueue reads devices only from complete pools."""
+
+    other_fields = frozenset()
+
+    name: StrictStr
+    generation: Int64 = 0
+    resource_slice_count: Int64 = 1
+
+
+class ResourceSliceSpec(CoreModel):
+    other_fields = frozenset({"nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection"})
+
+    driver: StrictStr
+    pool: ResourcePool
+    devices: list[Device] | None = None
+    shared_counters: list[CounterSet] | None = None
+
+
+class ResourceSlice(CoreModel):
+    other_fields = frozenset()
+
+    api_version: Literal["resource.k8s.io/v1"] = "resource.k8s.io/v1"
+    kind: Literal["ResourceSlice"] = "ResourceSlice"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ResourceSliceSpec

@@ -11,7 +11,9 @@ from manager.api.errors import ApiError
 from manager.runtime import ManagerRuntime
 
 
-def get_runtime(request: Request) -> ManagerRuntime:
+# Dependencies are `async def`: FastAPI runs a plain `def` in a worker thread, two thread
+# hops per request for what is a dictionary lookup and a string compare.
+async def get_runtime(request: Request) -> ManagerRuntime:
     runtime: ManagerRuntime = request.app.state.runtime
     return runtime
 
@@ -25,7 +27,9 @@ def bearer_token(authorization: str | None) -> str:
     return authorization[7:].strip()
 
 
-def require_user(runtime: Runtime, authorization: Annotated[str | None, Header()] = None) -> None:
+async def require_user(
+    runtime: Runtime, authorization: Annotated[str | None, Header()] = None
+) -> None:
     token = bearer_token(authorization)
     if not hmac.compare_digest(token.encode(), runtime.settings.api_token.encode()):
         raise ApiError(401, "Unauthorized", "the bearer token is not valid")

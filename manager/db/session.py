@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 from sqlalchemy import event
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
@@ -48,12 +49,37 @@ def make_engine(url: str) -> AsyncEngine:
         # Loopback needs no TLS, and asyncpg's default ("prefer") would negotiate it.
         connect_args["ssl"] = False
     # A pool that covers the reconcile workers plus API requests without churning connections;
-    # a broken connection is discarded when it fails (no ping on every checkout).
-    return create_async_engine(url, pool_size=24, max_overflow=8, connect_args=connect_args)
+    # a broken connection is discarded when it fails (no ping on every checkout). JSON columns
+    # (the manifest is read on every reconcile) go through orjson.
+    return create_async_engine(
+        url,
+        pool_size=24,
+        max_overflow=8,
+        connect_args=connect_args,
+        json_serializer=_json_text,
+        json_deserializer=orjson.loads,
+    )
+
+
+def _json_text(value: object) -> str:
+    return orjson.dumps(value).decode()
 
 
 def make_session_factory(engine: AsyncEngine) -> SessionFactory:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def read_sessions(sessions: SessionFactory) -> SessionFactory:
+    """Sessions for reads outside any decision: on an autocommit connection.
+
+    A plain session wraps even a single SELECT in BEGIN ... ROLLBACK, three round trips where
+    one does; under Postgres' READ COMMITTED each statement sees its own snapshot either way, so
+    nothing read this way is less consistent. Writes and locks still go through `sessions.begin()`.
+    """
+    engine: AsyncEngine = sessions.kw["bind"]
+    return async_sessionmaker(
+        engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
+    )
 
 
 def redact(url: str) -> str:

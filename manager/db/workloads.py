@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, func, literal, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload, selectinload
 
@@ -173,6 +174,43 @@ async def elect_winner(
         .execution_options(synchronize_session=False)
     )
     return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+
+async def update_workload(session: AsyncSession, workload_id: int, values: dict[str, Any]) -> bool:
+    """Set columns of one workload in one statement; False when there is no such workload."""
+    if not values:
+        result = await session.execute(
+            select(WorkloadRow.id).where(WorkloadRow.id == workload_id).with_for_update()
+        )
+        return result.scalar_one_or_none() is not None
+    result = await session.execute(
+        update(WorkloadRow)
+        .where(WorkloadRow.id == workload_id)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+
+async def mark_attempt_won(
+    session: AsyncSession, workload_id: int, cluster: str, now: datetime
+) -> None:
+    """The winner's nominated attempt becomes Won, in one statement (no load, no flush)."""
+    await session.execute(
+        update(AttemptRow)
+        .where(
+            AttemptRow.workload_id == workload_id,
+            AttemptRow.cluster == cluster,
+            AttemptRow.state == states.ATTEMPT_NOMINATED,
+        )
+        .values(
+            state=states.ATTEMPT_WON,
+            admitted_at=func.coalesce(
+                AttemptRow.admitted_at, literal(now, AttemptRow.admitted_at.type)
+            ),
+        )
+        .execution_options(synchronize_session=False)
+    )
 
 
 def active_attempt(row: WorkloadRow, cluster: str) -> AttemptRow | None:

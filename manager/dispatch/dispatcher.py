@@ -25,10 +25,18 @@ from manager.db import clusters as cluster_queries
 from manager.db import workloads as workload_queries
 from manager.db.credentials import KubeconfigCipher
 from manager.db.events import append_event
-from manager.db.session import SessionFactory
+from manager.db.session import SessionFactory, read_sessions
 from manager.db.tables import AttemptRow, ClusterRow, WorkloadRow
+from manager.dispatch import preemption
 from manager.dispatch.eviction import take_back
-from manager.dispatch.nomination import Candidate, DispatchConfig, WorkloadDemand, nominate
+from manager.dispatch.nomination import (
+    Candidate,
+    DispatchConfig,
+    DispatchMode,
+    Nomination,
+    WorkloadDemand,
+    nominate,
+)
 from manager.dispatch.remote_state import (
     CopyState,
     earliest_admitted,
@@ -40,6 +48,7 @@ from manager.dispatch.workqueue import WorkQueue
 from manager.jobs import job_copy, workload_copy
 from manager.metrics import ManagerMetrics
 from manager.remote.connection import (
+    JOB_CACHES,
     JOBS,
     LOCAL_QUEUES,
     WORKLOADS,
@@ -59,6 +68,9 @@ class DispatcherSettings:
     dispatch: DispatchConfig = field(default_factory=DispatchConfig)
     worker_lost_timeout: timedelta = timedelta(minutes=15)
     capacity_freshness: timedelta = timedelta(seconds=60)
+    # One preemption at a time: how long the single worker offered a workload that needs
+    # preemption keeps it before the next cheapest is offered it instead.
+    preemption_round_timeout: timedelta = timedelta(minutes=2)
     # Real-time periods of the housekeeping loops; timeouts themselves read the injected clock.
     resync_seconds: float = 30.0
     gc_seconds: float = 60.0
@@ -79,6 +91,17 @@ def _signature(kind: str, obj: dict[str, Any] | None) -> tuple[object, ...] | No
         return (state.admitted, state.finished, state.evicted_reason, state.uid)
     job = job_state(obj)
     return (job.finished, job.started, (obj.get("metadata") or {}).get("uid"))
+
+
+def _inert(kind: str, signature: tuple[object, ...] | None) -> bool:
+    """A copy or Job that is neither admitted, started, finished nor evicted: nothing to do."""
+    if signature is None:
+        return False
+    if kind == WORKLOADS:
+        admitted, finished, evicted, _ = signature
+        return not admitted and finished is None and evicted is None
+    finished, started, _ = signature
+    return finished is None and not started
 
 
 def _report_stands(seen: CopyState | None) -> bool:
@@ -106,6 +129,7 @@ class Dispatcher:
         metrics: ManagerMetrics,
     ) -> None:
         self._sessions = sessions
+        self._reads = read_sessions(sessions)
         self._cipher = cipher
         self.settings = settings
         self._clock = clock
@@ -121,8 +145,12 @@ class Dispatcher:
         self._expected: set[tuple[str, str, Key]] = set()
         # What the reconcile last could have seen of each remote object (see object_changed).
         self._signatures: dict[tuple[str, str, Key], tuple[object, ...] | None] = {}
+        # Event-loop time of each workload's last reconcile; the resync skips recent ones.
+        self._reconciled_at: dict[int, float] = {}
         self.started = False
         self._change_listeners: list[Callable[[], None]] = []
+        # Workload id -> when (loop time) its copy was first seen finished ahead of its Job.
+        self._job_end_seen: dict[int, float] = {}
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call `callback` after the dispatcher commits a change of some workload's state."""
@@ -135,7 +163,7 @@ class Dispatcher:
     # ---- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        async with self._sessions() as session:
+        async with self._reads() as session:
             ids = await workload_queries.ids_needing_work(session)
             rows = (
                 await session.execute(select(WorkloadRow).where(WorkloadRow.id.in_(ids)))
@@ -203,7 +231,7 @@ class Dispatcher:
         connection.start()
 
     async def add_cluster(self, name: str) -> None:
-        async with self._sessions() as session:
+        async with self._reads() as session:
             row = await cluster_queries.get_cluster(session, name)
         if row is not None and name not in self.connections:
             self._connect(row)
@@ -224,8 +252,9 @@ class Dispatcher:
         if connection is not None:
             if connection.ready:
                 with contextlib.suppress(Unreachable, ApiException):
-                    for key in list(connection.caches[JOBS]):
-                        await connection.delete_job(*key)
+                    for kind in JOB_CACHES.values():
+                        for key in list(connection.caches[kind]):
+                            await connection.delete_job(*key, kind=kind)
                     for key in list(connection.caches[WORKLOADS]):
                         await connection.delete_workload(*key)
             await connection.stop()
@@ -309,11 +338,14 @@ class Dispatcher:
         # does not (pending messages, pod counts) would only cost no-op reconciles.
         signature = _signature(kind, obj)
         marker = (connection.name, kind, key)
-        if self._signatures.get(marker, _UNSEEN) == signature:
+        before = self._signatures.get(marker, _UNSEEN)
+        if before == signature:
             return
         self._signatures[marker] = signature
         if obj is None:
             self._signatures.pop(marker, None)
+        elif before is _UNSEEN and marker in self._expected and _inert(kind, signature):
+            return  # our own create coming back, with nothing yet to act on
         self._queue.add(workload_id)
 
     # ---- workloads in and out ----------------------------------------------------------------
@@ -325,6 +357,7 @@ class Dispatcher:
     def _unindex(self, row: WorkloadRow) -> None:
         self._by_workload_name.pop((row.namespace, row.workload_name), None)
         self._by_job_name.pop((row.namespace, row.name), None)
+        self._reconciled_at.pop(row.id, None)
 
     def workload_added(self, row: WorkloadRow) -> None:
         self._index(row)
@@ -358,9 +391,13 @@ class Dispatcher:
             self._queue.add_after(workload_id, 5.0)
 
     async def reconcile(self, workload_id: int) -> None:
-        async with self._sessions() as session:
+        self._reconciled_at[workload_id] = asyncio.get_running_loop().time()
+        async with self._reads() as session:
             row = await workload_queries.get_workload_by_id(session, workload_id)
         if row is None:
+            return
+        if row.state in states.FINAL_STATES and not row.cleanup_pending:
+            self._unindex(row)  # finished and cleaned up: late events about it change nothing
             return
         if row.state in states.FINAL_STATES or row.cancel_requested:
             await self._finalize(row)
@@ -373,9 +410,10 @@ class Dispatcher:
         """Delete the workload's Workload and Job copies in one cluster; True if any was there."""
         found = False
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
-        if jkey in conn.caches[JOBS] or (conn.name, JOBS, jkey) in self._expected:
-            await conn.delete_job(row.namespace, row.name)
-            self._expected.discard((conn.name, JOBS, jkey))
+        jobs = JOB_CACHES[row.kind]
+        if jkey in conn.caches[jobs] or (conn.name, jobs, jkey) in self._expected:
+            await conn.delete_job(row.namespace, row.name, kind=jobs)
+            self._expected.discard((conn.name, jobs, jkey))
             found = True
         if wkey in conn.caches[WORKLOADS] or (conn.name, WORKLOADS, wkey) in self._expected:
             await conn.delete_workload(row.namespace, row.workload_name)
@@ -425,8 +463,9 @@ class Dispatcher:
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
         copy_live = wkey in conn.caches[WORKLOADS]
         copy_obj = conn.caches[WORKLOADS].get(wkey) or conn.tombstones[WORKLOADS].get(wkey)
-        job_obj = conn.caches[JOBS].get(jkey)
-        grave = conn.tombstones[JOBS].get(jkey) if job_obj is None else None
+        jobs = JOB_CACHES[row.kind]
+        job_obj = conn.caches[jobs].get(jkey)
+        grave = conn.tombstones[jobs].get(jkey) if job_obj is None else None
         if grave is not None and (not copy_live or job_state(grave).finished):
             # A Job deleted after it finished (TTL) still tells how it ended, so it is never
             # created again. An unfinished grave next to a live copy may be an earlier
@@ -436,12 +475,19 @@ class Dispatcher:
         job_st = job_state(job_obj) if job_obj is not None else None
         result = (job_st.finished if job_st else None) or (copy_st.finished if copy_st else None)
         if result is not None:
+            job_end_unseen = job_st is not None and job_st.started and not job_st.finished
+            if job_end_unseen and jkey in conn.caches[jobs] and self._awaiting_job_end(row.id):
+                # The copy says finished before the watch showed the Job's own end: wait a
+                # moment for it, so the status copied back is the final one.
+                self._queue.add_after(row.id, 0.5)
+                return
+            self._job_end_seen.pop(row.id, None)
             message = (job_st.message if job_st and job_st.finished else None) or (
                 copy_st.finished_message if copy_st else None
             )
             await self._finish(row, result, message, job_obj)
             return
-        job_live = jkey in conn.caches[JOBS] or (conn.name, JOBS, jkey) in self._expected
+        job_live = jkey in conn.caches[jobs] or (conn.name, jobs, jkey) in self._expected
         if copy_st is not None and copy_live and copy_st.evicted_reason and not copy_st.admitted:
             await self._requeue(row, f"Evicted:{copy_st.evicted_reason}", "evicted by its worker")
             return
@@ -480,7 +526,7 @@ class Dispatcher:
                 row.manifest, workload_name=row.workload_name, origin=self.settings.origin
             )
             await conn.create_job(body)
-            self._expected.add((conn.name, JOBS, jkey))
+            self._expected.add((conn.name, jobs, jkey))
         if job_st is not None and job_st.started and row.state == states.ADMITTED:
             changes.update(state=states.RUNNING, started_at=now)
         status = (job_obj or {}).get("status")
@@ -491,8 +537,18 @@ class Dispatcher:
         ]
         if changes or others_active:
             await self._save(
-                row.id, changes, remove_attempts_except=row.cluster, reason="LostElection"
+                row.id,
+                changes,
+                remove_attempts_except=row.cluster if others_active else None,
+                reason="LostElection",
             )
+
+    def _awaiting_job_end(self, workload_id: int, grace: float = 3.0) -> bool:
+        """True for `grace` seconds (real time: it waits on watch ordering, not a timeout of
+        the workload) after a finished copy was first seen next to an unfinished Job."""
+        now = asyncio.get_running_loop().time()
+        first = self._job_end_seen.setdefault(workload_id, now)
+        return now - first < grace
 
     async def _save(
         self,
@@ -505,12 +561,18 @@ class Dispatcher:
     ) -> None:
         now = self._clock.now()
         async with self._sessions.begin() as session:
-            row = await workload_queries.get_workload_by_id(session, workload_id, for_update=True)
-            if row is None:
-                return
-            for key, value in changes.items():
-                setattr(row, key, value)
-            if remove_attempts_except is not None:
+            if remove_attempts_except is None:
+                # The common case, one UPDATE: no row to load when no attempt changes.
+                if not await workload_queries.update_workload(session, workload_id, changes):
+                    return
+            else:
+                row = await workload_queries.get_workload_by_id(
+                    session, workload_id, for_update=True
+                )
+                if row is None:
+                    return
+                for key, value in changes.items():
+                    setattr(row, key, value)
                 for attempt in workload_queries.active_attempts(row):
                     if attempt.cluster != remove_attempts_except:
                         attempt.state = states.ATTEMPT_REMOVED
@@ -519,7 +581,12 @@ class Dispatcher:
             if event is not None:
                 kind, cluster, message = event
                 append_event(
-                    session, at=now, kind=kind, message=message, workload_id=row.id, cluster=cluster
+                    session,
+                    at=now,
+                    kind=kind,
+                    message=message,
+                    workload_id=workload_id,
+                    cluster=cluster,
                 )
         self._changed()
 
@@ -620,9 +687,12 @@ class Dispatcher:
         )
         candidates = [self._candidate(conn, row, now) for conn in ready.values()]
         choice = nominate(self.settings.dispatch, demand, candidates, now)
+        step = self._preemption_step(row, ready, active, choice, now)
+        choice = step.choice
         targets = [name for name in choice.clusters if name in ready]
         withdrawn = [name for name in active if name not in choice.clusters]
-        new = [name for name in targets if name not in active]
+        withdrawn += [name for name in step.restarted if name not in withdrawn]
+        new = [name for name in targets if name not in active or name in step.restarted]
         if (
             new
             or withdrawn
@@ -639,7 +709,7 @@ class Dispatcher:
                 for attempt in workload_queries.active_attempts(fresh):
                     if attempt.cluster in withdrawn:
                         attempt.state = states.ATTEMPT_REMOVED
-                        attempt.reason = "NotNominated"
+                        attempt.reason = step.withdrawn_reasons.get(attempt.cluster, "NotNominated")
                         attempt.removed_at = now
                 for name in new:
                     session.add(
@@ -647,8 +717,19 @@ class Dispatcher:
                             workload_id=fresh.id,
                             cluster=name,
                             state=states.ATTEMPT_NOMINATED,
+                            reason=preemption.NOMINEE if name == step.nominee else None,
+                            message=step.message if name == step.nominee else None,
                             created_at=now,
                         )
+                    )
+                if step.message is not None and (new or withdrawn):
+                    append_event(
+                        session,
+                        at=now,
+                        kind="PreemptionNominated",
+                        message=step.message,
+                        workload_id=fresh.id,
+                        cluster=step.nominee,
                     )
                 if new and fresh.state in (states.PENDING, states.EVICTED):
                     fresh.state = states.DISPATCHED
@@ -662,7 +743,7 @@ class Dispatcher:
                         workload_id=fresh.id,
                     )
         for name in withdrawn:
-            if name in ready:
+            if name in ready and name not in targets:
                 await self._delete_copies(row, ready[name])
         body = workload_copy(
             row.manifest,
@@ -694,18 +775,7 @@ class Dispatcher:
         async with self._sessions.begin() as session:
             won = await workload_queries.elect_winner(session, row.id, cluster, now)
             if won:
-                attempts = (
-                    await session.execute(
-                        select(AttemptRow).where(
-                            AttemptRow.workload_id == row.id,
-                            AttemptRow.cluster == cluster,
-                            AttemptRow.state == states.ATTEMPT_NOMINATED,
-                        )
-                    )
-                ).scalars()
-                for attempt in attempts:
-                    attempt.state = states.ATTEMPT_WON
-                    attempt.admitted_at = attempt.admitted_at or now
+                await workload_queries.mark_attempt_won(session, row.id, cluster, now)
                 append_event(
                     session,
                     at=now,
@@ -777,16 +847,72 @@ class Dispatcher:
             sent[resource] = sent.get(resource, 0) + milli
         report.sent_count[cluster_queue] = report.sent_count.get(cluster_queue, 0) + 1
 
+    def _preemption_step(
+        self,
+        row: WorkloadRow,
+        ready: dict[str, ClusterConnection],
+        active: dict[str, AttemptRow],
+        choice: Nomination,
+        now: datetime,
+    ) -> preemption.Step:
+        """One preemption at a time (see `preemption`), from fresh reports of every worker."""
+        if self.settings.dispatch.mode is DispatchMode.EXTERNAL:
+            return preemption.Step(choice)
+        rooms = self._rooms(row, ready, now)
+        attempt = next((a for a in active.values() if a.reason == preemption.NOMINEE), None)
+        nominee, rejected = None, False
+        if attempt is not None:
+            nominee = preemption.Round(attempt.cluster, attempt.created_at)
+            conn = ready.get(attempt.cluster)
+            obj = conn.caches[WORKLOADS].get((row.namespace, row.workload_name)) if conn else None
+            seen = workload_copy_state(obj) if obj is not None else None
+            rejected = seen is not None and bool(seen.evicted_reason) and not seen.admitted
+        tried = preemption.tried_clusters(
+            (a.cluster, a.state, a.reason) for a in sorted(row.attempts, key=lambda a: a.id)
+        )
+        return preemption.amend(
+            choice,
+            rooms,
+            active,
+            nominee,
+            rejected,
+            tried,
+            now,
+            self.settings.preemption_round_timeout,
+        )
+
+    def _rooms(
+        self, row: WorkloadRow, ready: dict[str, ClusterConnection], now: datetime
+    ) -> list[preemption.Room] | None:
+        """Each worker's preemption cost for the workload; None unless all reported lately."""
+        requests = self._requests_milli(row)
+        rooms = []
+        for name, conn in sorted(ready.items()):
+            cluster_queue = self._cluster_queue_of(conn, row)
+            if cluster_queue is None:
+                # No such LocalQueue there: Kueue would not admit it, nor preempt for it.
+                rooms.append(preemption.Room(name, None))
+                continue
+            report = self._capacity.get(name)
+            if report is None or now - report.at > self.settings.capacity_freshness:
+                return None
+            cost = preemption.room_cost(report.entries, cluster_queue, requests, row.priority)
+            rooms.append(preemption.Room(name, cost))
+        return rooms or None
+
     def capacity_reported(self, cluster: str, entries: list[dict[str, Any]], at: datetime) -> None:
         self._capacity[cluster] = _Capacity(at, entries)
 
     # ---- housekeeping ------------------------------------------------------------------------
 
     async def _resync(self) -> None:
-        async with self._sessions() as session:
+        """The safety net for a missed event: every unfinished workload not looked at lately."""
+        async with self._reads() as session:
             ids = await workload_queries.ids_needing_work(session)
+        since = asyncio.get_running_loop().time() - self.settings.resync_seconds
         for workload_id in ids:
-            self._queue.add(workload_id)
+            if self._reconciled_at.get(workload_id, since) <= since:
+                self._queue.add(workload_id)
 
     async def _remove_stale_copies(self, conn: ClusterConnection) -> int:
         """Delete copies in `conn` that no active attempt or running winner accounts for.
@@ -795,10 +921,10 @@ class Dispatcher:
         committed, so any copy in this snapshot has its attempt visible to the query below.
         """
         workload_keys = list(conn.caches[WORKLOADS])
-        job_keys = list(conn.caches[JOBS])
+        job_keys = [(kind, key) for kind in JOB_CACHES.values() for key in conn.caches[kind]]
         if not workload_keys and not job_keys:
             return 0
-        async with self._sessions() as session:
+        async with self._reads() as session:
             allowed_workloads = {
                 (ns, wl)
                 for ns, wl in (
@@ -815,10 +941,10 @@ class Dispatcher:
                 ).all()
             }
             allowed_jobs = {
-                (ns, name)
-                for ns, name in (
+                (JOB_CACHES.get(kind, JOBS), (ns, name))
+                for ns, name, kind in (
                     await session.execute(
-                        select(WorkloadRow.namespace, WorkloadRow.name).where(
+                        select(WorkloadRow.namespace, WorkloadRow.name, WorkloadRow.kind).where(
                             WorkloadRow.cluster == conn.name,
                             WorkloadRow.state.not_in(states.FINAL_STATES),
                             WorkloadRow.cancel_requested.is_(False),
@@ -827,9 +953,9 @@ class Dispatcher:
                 ).all()
             }
         removed = 0
-        for key in job_keys:
-            if key not in allowed_jobs and key in conn.caches[JOBS]:
-                await conn.delete_job(*key)
+        for kind, key in job_keys:
+            if (kind, key) not in allowed_jobs and key in conn.caches[kind]:
+                await conn.delete_job(*key, kind=kind)
                 removed += 1
         for key in workload_keys:
             if key not in allowed_workloads and key in conn.caches[WORKLOADS]:
@@ -849,7 +975,7 @@ class Dispatcher:
     async def check_lost_workers(self) -> list[str]:
         """Clusters unreachable past the worker-lost timeout give up their workloads."""
         now = self._clock.now()
-        async with self._sessions() as session:
+        async with self._reads() as session:
             rows = await cluster_queries.list_clusters(session)
         lost = []
         for row in rows:
@@ -862,7 +988,7 @@ class Dispatcher:
         return lost
 
     async def _evict_cluster(self, name: str, reason: str, *, mark_lost: bool) -> list[int]:
-        async with self._sessions() as session:
+        async with self._reads() as session:
             won = await workload_queries.workloads_won_by(session, name)
             copies = await workload_queries.workloads_with_active_attempt_in(session, name)
         affected = sorted(set(won) | set(copies))

@@ -73,10 +73,22 @@ class JobState:
 
 
 def job_state(obj: Mapping[str, Any]) -> JobState:
-    complete = condition(obj, "Complete") or condition(obj, "SuccessCriteriaMet")
+    """A worker's batch/v1 Job or JobSet (Completed/Failed, per-replicated-job counts)."""
+    complete = (
+        condition(obj, "Complete")
+        or condition(obj, "SuccessCriteriaMet")
+        or condition(obj, "Completed")
+    )
     failed = condition(obj, "Failed") or condition(obj, "FailureTarget")
     status = obj.get("status") or {}
-    started = bool(status.get("startTime")) or int(status.get("active") or 0) > 0
+    started = (
+        bool(status.get("startTime"))
+        or int(status.get("active") or 0) > 0
+        or any(
+            int(r.get("active") or 0) + int(r.get("succeeded") or 0) > 0
+            for r in status.get("replicatedJobsStatus") or []
+        )
+    )
     if complete is not None:
         return JobState(states.SUCCEEDED, str(complete.get("message") or ""), True)
     if failed is not None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
+import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import load_kube_config_from_dict
@@ -24,7 +25,14 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from manager import states
 from manager.dispatch.timing import reconnect_delay
-from manager.jobs import KUEUE_GROUP, KUEUE_VERSION, ORIGIN_LABEL
+from manager.jobs import (
+    JOBSET,
+    JOBSET_GROUP,
+    JOBSET_VERSION,
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    ORIGIN_LABEL,
+)
 from manager.remote.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -33,6 +41,11 @@ Key = tuple[str, str]  # (namespace, name)
 
 WORKLOADS = "workloads"
 JOBS = "jobs"
+JOBSETS = "jobsets"
+# Kinds a cluster may not serve (their CRD is not installed): an empty cache, not a failure.
+OPTIONAL_KINDS = frozenset({JOBSETS})
+# The cache of each job kind the manager dispatches (WorkloadRow.kind).
+JOB_CACHES = {"Job": JOBS, "JobSet": JOBSETS}
 LOCAL_QUEUES = "localqueues"
 # Last states of deleted objects kept per kind; the manager reads one within seconds of the
 # deletion, so this bounds memory without losing what it needs.
@@ -54,12 +67,29 @@ class ConnectionListener(Protocol):
 
 @dataclass(frozen=True)
 class ConnectionSettings:
-    qps: float = 50.0
-    burst: int = 100
+    qps: float = 500.0
+    burst: int = 1000
     backoff_base: float = 5.0
     backoff_cap: float = 320.0
     watch_timeout: int = 300
     request_timeout: float = 30.0
+
+
+# Environment variables aiohttp reads when trusting the environment (the agent's client skips
+# the same lookups the same way).
+_ENV_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "ws_proxy", "wss_proxy", "netrc")
+
+
+def _skip_netrc(api: client.ApiClient) -> None:
+    """Stop aiohttp reading ~/.netrc on a worker thread before every request.
+
+    kubernetes-asyncio opens its session with trust_env, which means two thread hops per write
+    (a tenth of the manager's time when dispatching). Kubeconfig credentials never come from
+    netrc; the environment stays trusted when it names a proxy or a netrc file.
+    """
+    if any(os.environ.get(name) or os.environ.get(name.upper()) for name in _ENV_VARIABLES):
+        return
+    api.rest_client.pool_manager._trust_env = False
 
 
 class Unreachable(Exception):
@@ -109,11 +139,18 @@ class ClusterConnection:
                 LOCAL_QUEUES: None,
                 WORKLOADS: f"{ORIGIN_LABEL}={origin}",
                 JOBS: f"{ORIGIN_LABEL}={origin}",
+                JOBSETS: f"{ORIGIN_LABEL}={origin}",
             }
         )
         self.caches: dict[str, dict[Key, dict[str, Any]]] = {kind: {} for kind in self.selectors}
         # Last state of objects seen deleted (a Job removed by TTL still tells how it ended).
-        self.tombstones: dict[str, dict[Key, dict[str, Any]]] = {WORKLOADS: {}, JOBS: {}}
+        self.tombstones: dict[str, dict[Key, dict[str, Any]]] = {
+            WORKLOADS: {},
+            JOBS: {},
+            JOBSETS: {},
+        }
+        # Optional kinds the cluster answered 404 for at the last list; not watched.
+        self.unserved: set[str] = set()
         self.failures = 0
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -144,7 +181,9 @@ class ClusterConnection:
         except (ConfigException, KeyError, TypeError, ValueError) as error:
             raise _InvalidKubeconfig(str(error)) from error
         configuration.connection_pool_maxsize = 32
-        return client.ApiClient(configuration=configuration)
+        api = client.ApiClient(configuration=configuration)
+        _skip_netrc(api)
+        return api
 
     async def _run(self) -> None:
         while True:
@@ -197,6 +236,10 @@ class ClusterConnection:
             params["label_selector"] = selector
         if kind == JOBS:
             return await client.BatchV1Api(self._api).list_job_for_all_namespaces(**params)
+        if kind == JOBSETS:
+            return await client.CustomObjectsApi(self._api).list_cluster_custom_object(
+                JOBSET_GROUP, JOBSET_VERSION, JOBSETS, **params
+            )
         return await client.CustomObjectsApi(self._api).list_cluster_custom_object(
             KUEUE_GROUP, KUEUE_VERSION, kind, **params
         )
@@ -207,17 +250,26 @@ class ClusterConnection:
             response = await self._list_call(
                 kind, _preload_content=False, _request_timeout=self._settings.request_timeout
             )
-            body = json.loads(await response.read())
+            if response.status == 404 and kind in OPTIONAL_KINDS:
+                # Unread responses raise nothing: an unserved kind answers a 404 Status.
+                response.close()
+                raise ApiException(status=404, reason="NotFound")
+            body = orjson.loads(await response.read())
         except ApiException as error:
-            if error.status == 404 and kind != JOBS:
+            if error.status != 404 or kind not in OPTIONAL_KINDS:
+                if error.status == 404 and kind != JOBS:
+                    raise Unreachable(
+                        "KueueNotInstalled", f"the cluster does not serve {KUEUE_GROUP} {kind}"
+                    ) from error
                 raise Unreachable(
-                    "KueueNotInstalled", f"the cluster does not serve {KUEUE_GROUP} {kind}"
+                    "ClientConnectionFailed", f"list {kind}: {error.status} {error.reason}"
                 ) from error
-            raise Unreachable(
-                "ClientConnectionFailed", f"list {kind}: {error.status} {error.reason}"
-            ) from error
+            self.unserved.add(kind)
+            body = {"items": [], "metadata": {}}
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as error:
             raise Unreachable("ClientConnectionFailed", f"list {kind}: {error!r}") from error
+        else:
+            self.unserved.discard(kind)
         fresh: dict[Key, dict[str, Any]] = {}
         for item in body.get("items") or []:
             meta = item.get("metadata") or {}
@@ -253,7 +305,7 @@ class ClusterConnection:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _watch(self, kind: str, version: str) -> None:
-        while True:
+        while kind not in self.unserved:  # an unserved kind is listed again on reconnect only
             try:
                 async for event in self._stream(kind, version):
                     version = self._apply(kind, event) or version
@@ -276,13 +328,15 @@ class ClusterConnection:
             _request_timeout=aiohttp.ClientTimeout(total=None, sock_read=timeout + 30),
         )
         async with response:
+            if response.status != 200:
+                raise _Gone()  # e.g. its CRD was removed: the relist tells what holds now
             while True:
                 line = await response.content.readline()
                 if not line:
                     return
                 if not line.strip():
                     continue
-                event = json.loads(line)
+                event = orjson.loads(line)  # every event of every copy passes here
                 if event.get("type") == "ERROR":
                     status = event.get("object") or {}
                     if status.get("code") == 410:
@@ -324,7 +378,17 @@ class ClusterConnection:
         await self._bucket.acquire()
         self._count_write(self.name, verb)
         try:
-            return await call()
+            result = await call()
+            if isinstance(result, aiohttp.ClientResponse):
+                # Asked for with _preload_content=False: the answer is not needed, and turning
+                # it into the client's models (a V1Job, a V1Status) costs more than the call.
+                async with result:
+                    if not 200 <= result.status <= 299:
+                        error = ApiException(status=result.status, reason=result.reason)
+                        error.body = await result.read()
+                        raise error
+                return None
+            return result
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise Unreachable("ClientConnectionFailed", f"{verb}: {error!r}") from error
 
@@ -351,7 +415,7 @@ class ClusterConnection:
             await self._write(
                 "delete",
                 lambda: api.delete_namespaced_custom_object(
-                    KUEUE_GROUP, KUEUE_VERSION, namespace, WORKLOADS, name
+                    KUEUE_GROUP, KUEUE_VERSION, namespace, WORKLOADS, name, _preload_content=False
                 ),
             )
         except ApiException as error:
@@ -359,27 +423,59 @@ class ClusterConnection:
                 raise
 
     async def create_job(self, body: dict[str, Any]) -> bool:
-        """Create the Job copy; False when it already exists."""
-        api = client.BatchV1Api(self._api)
+        """Create the Job (or JobSet) copy; False when it already exists."""
         namespace = body["metadata"]["namespace"]
+        call: Callable[[], Awaitable[Any]]
+        if body.get("kind") == JOBSET.kind:
+            custom = client.CustomObjectsApi(self._api)
+
+            def call() -> Awaitable[Any]:
+                return custom.create_namespaced_custom_object(
+                    JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSETS, body
+                )
+        else:
+            api = client.BatchV1Api(self._api)
+
+            def call() -> Awaitable[Any]:
+                return api.create_namespaced_job(
+                    namespace,
+                    body,  # type: ignore[arg-type]
+                    _preload_content=False,
+                )
+
         try:
-            await self._write(
-                "create",
-                lambda: api.create_namespaced_job(namespace, body),  # type: ignore[arg-type]
-            )
+            await self._write("create", call)
             return True
         except ApiException as error:
             if error.status == 409:
                 return False
             raise
 
-    async def delete_job(self, namespace: str, name: str) -> None:
-        api = client.BatchV1Api(self._api)
+    async def delete_job(self, namespace: str, name: str, kind: str = JOBS) -> None:
+        """Delete a Job (`kind` JOBS) or JobSet (JOBSETS) copy with its pods; gone is fine."""
+        call: Callable[[], Awaitable[Any]]
+        if kind == JOBSETS:
+            custom = client.CustomObjectsApi(self._api)
+
+            def call() -> Awaitable[Any]:
+                return custom.delete_namespaced_custom_object(
+                    JOBSET_GROUP,
+                    JOBSET_VERSION,
+                    namespace,
+                    JOBSETS,
+                    name,
+                    propagation_policy="Background",
+                )
+        else:
+            api = client.BatchV1Api(self._api)
+
+            def call() -> Awaitable[Any]:
+                return api.delete_namespaced_job(
+                    name, namespace, propagation_policy="Background", _preload_content=False
+                )
+
         try:
-            await self._write(
-                "delete",
-                lambda: api.delete_namespaced_job(name, namespace, propagation_policy="Background"),
-            )
+            await self._write("delete", call)
         except ApiException as error:
             if error.status != 404:
                 raise
@@ -418,12 +514,15 @@ class ClusterConnection:
             # aiohttp asserts on a session whose connector a reconnect has just closed.
             raise Unreachable("ConnectionReset", f"cluster {self.name}: {error!r}") from error
 
-    async def pod_logs(self, namespace: str, job_name: str) -> list[tuple[str, str]]:
-        """Logs of the Job's pods, by pod name."""
+    async def pod_logs(
+        self, namespace: str, job_name: str, kind: str = "Job"
+    ) -> list[tuple[str, str]]:
+        """Logs of the pods of a Job (or, `kind` "JobSet", of every Job of a JobSet), by pod."""
         if self._api is None:
             raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
         core = client.CoreV1Api(self._api)
-        pods = await core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}")
+        label = "jobset.sigs.k8s.io/jobset-name" if kind == JOBSET.kind else "job-name"
+        pods = await core.list_namespaced_pod(namespace, label_selector=f"{label}={job_name}")
         logs = []
         for pod in pods.items:
             text = await core.read_namespaced_pod_log(pod.metadata.name, namespace)

@@ -37,17 +37,23 @@ from manager.db.credentials import EncryptionKeyError, new_token, token_digest
 from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
 from manager.jobs import (
+    JOBSET,
+    JOBSET_GROUP,
+    JOBSET_VERSION,
     KUEUE_GROUP,
     KUEUE_VERSION,
     MANAGED_BY,
     QUEUE_LABEL,
+    JobKind,
     ManifestError,
+    job_kind,
     parse_job,
     workload_name,
 )
-from manager.remote.connection import JOBS, ClusterConnection, Key, Unreachable
+from manager.remote.connection import JOBS, JOBSETS, ClusterConnection, Key, Unreachable
 from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 from manager.runtime import ManagerRuntime
+from manager.sources.manager_workload import Record, status_key, workload_body, workload_status
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +74,7 @@ class _Topology:
     """What the manager cluster says this pass: MultiKueue queues and their workers."""
 
     queue_to_config: dict[tuple[str, str], str] = field(default_factory=dict)
+    queue_to_check: dict[tuple[str, str], str] = field(default_factory=dict)
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)  # MultiKueue checks
     configs: dict[str, list[str]] = field(default_factory=dict)
     clusters: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -91,11 +98,17 @@ class ManagerClusterSource:
             origin=runtime.settings.origin,
             listener=self,
             settings=runtime.settings.connection_settings(),
-            selectors={**{kind: None for kind in WATCHED_KINDS}, JOBS: QUEUE_LABEL},
+            selectors={
+                **{kind: None for kind in WATCHED_KINDS},
+                JOBS: QUEUE_LABEL,
+                JOBSETS: QUEUE_LABEL,
+            },
         )
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._synced_status: dict[tuple[str, str], str] = {}
+        # Per manager-cluster Workload: what its status was last written from.
+        self._workload_status: dict[tuple[str, str], tuple[object, ...]] = {}
         self._kubeconfig_digest: dict[str, str] = {}
         self.passes = 0
 
@@ -174,6 +187,7 @@ class ManagerClusterSource:
             if ac["metadata"]["name"] in checks
         }
         cq_config: dict[str, str] = {}
+        cq_check: dict[str, str] = {}
         for cq in self._list("clusterqueues"):
             strategy = (cq.get("spec") or {}).get("admissionChecksStrategy") or {}
             names = [c.get("name") for c in strategy.get("admissionChecks") or []]
@@ -181,11 +195,13 @@ class ManagerClusterSource:
             for name in names:
                 if checks.get(name):
                     cq_config[cq["metadata"]["name"]] = str(checks[name])
+                    cq_check[cq["metadata"]["name"]] = str(name)
         for lq in self._list("localqueues"):
             target = (lq.get("spec") or {}).get("clusterQueue")
             if target in cq_config:
                 meta = lq["metadata"]
                 topology.queue_to_config[(meta["namespace"], meta["name"])] = cq_config[target]
+                topology.queue_to_check[(meta["namespace"], meta["name"])] = cq_check[target]
         used = set(cq_config.values())
         for config in self._list("multikueueconfigs"):
             if config["metadata"]["name"] in used:
@@ -360,7 +376,7 @@ class ManagerClusterSource:
     # ---- jobs ---------------------------------------------------------------------------------
 
     async def _sync_jobs(self, topology: _Topology) -> None:
-        jobs = self._list(JOBS)
+        jobs = self._list(JOBS) + self._list(JOBSETS)
         present: dict[tuple[str, str], dict[str, Any]] = {}
         for job in jobs:
             meta = job["metadata"]
@@ -382,6 +398,14 @@ class ManagerClusterSource:
                                 WorkloadRow.state,
                                 WorkloadRow.cancel_requested,
                                 WorkloadRow.remote_status,
+                                WorkloadRow.workload_name,
+                                WorkloadRow.queue,
+                                WorkloadRow.cluster,
+                                WorkloadRow.nominated,
+                                WorkloadRow.message,
+                                WorkloadRow.priority,
+                                WorkloadRow.priority_class,
+                                WorkloadRow.kind,
                             )
                         )
                         .where(WorkloadRow.source == SOURCE)
@@ -397,6 +421,9 @@ class ManagerClusterSource:
                 continue
             if row.state not in states.FINAL_STATES or row.remote_status:
                 await self._sync_status(job, row)
+            check = topology.queue_to_check.get((row.namespace, row.queue))
+            if check is not None:
+                await self._sync_workload(job, row, check)
         for key, row in known.items():
             gone = key not in present or present[key]["metadata"].get("uid") != row.uid
             if gone and row.state not in states.FINAL_STATES and not row.cancel_requested:
@@ -413,19 +440,19 @@ class ManagerClusterSource:
             )
             return
         spec = job.get("spec") or {}
+        kind = job_kind(parsed.kind)
         if not spec.get("suspend") and spec.get("managedBy") != MANAGED_BY:
             # Kueue's webhook would have suspended it at creation; do it now, before it runs here.
-            batch = client.BatchV1Api(self._api)
             with contextlib.suppress(ApiException):
-                await batch.patch_namespaced_job(
-                    meta["name"], meta["namespace"], {"spec": {"suspend": True}}
+                await self._patch_job(
+                    kind, meta["namespace"], meta["name"], {"spec": {"suspend": True}}
                 )
         uid = str(meta.get("uid") or "")
         now = runtime.clock.now()
         row = workload_queries.new_workload_row(
             parsed,
             uid=uid,
-            workload_name=workload_name("Job", parsed.name, uid),
+            workload_name=workload_name(kind.kind, parsed.name, uid, kind.group),
             priority=await self._priority(parsed.priority_class),
             source=SOURCE,
             now=now,
@@ -465,12 +492,106 @@ class ManagerClusterSource:
         key = (row.namespace, row.name)
         if self._synced_status.get(key) == digest:
             return
-        batch = client.BatchV1Api(self._api)
+        kind = job_kind(row.kind)
         try:
-            await batch.patch_namespaced_job_status(row.name, row.namespace, {"status": remote})
+            await self._patch_job(kind, row.namespace, row.name, {"status": remote}, "status")
             self._synced_status[key] = digest
         except ApiException as error:
-            log.info("status of Job %s/%s not synced: %s", row.namespace, row.name, error.reason)
+            log.info(
+                "status of %s %s/%s not synced: %s",
+                kind.kind,
+                row.namespace,
+                row.name,
+                error.reason,
+            )
+
+    async def _patch_job(
+        self, kind: JobKind, namespace: str, name: str, patch: dict[str, Any], part: str = ""
+    ) -> None:
+        """Merge-patch a manager-cluster Job or JobSet (`part` "status": its status)."""
+        if kind is JOBSET:
+            custom = client.CustomObjectsApi(self._api)
+            merge = "application/merge-patch+json"
+            if part == "status":
+                await custom.patch_namespaced_custom_object_status(
+                    JOBSET_GROUP,
+                    JOBSET_VERSION,
+                    namespace,
+                    JOBSETS,
+                    name,
+                    patch,
+                    _content_type=merge,  # type: ignore[call-arg]
+                )
+            else:
+                await custom.patch_namespaced_custom_object(
+                    JOBSET_GROUP,
+                    JOBSET_VERSION,
+                    namespace,
+                    JOBSETS,
+                    name,
+                    patch,
+                    _content_type=merge,  # type: ignore[call-arg]
+                )
+            return
+        batch = client.BatchV1Api(self._api)
+        if part == "status":
+            await batch.patch_namespaced_job_status(name, namespace, patch)
+        else:
+            await batch.patch_namespaced_job(name, namespace, patch)
+
+    async def _sync_workload(self, job: dict[str, Any], row: WorkloadRow, check: str) -> None:
+        """Create the Job's Workload in the manager cluster and keep its status in step."""
+        record = Record(row.state, row.cluster, list(row.nominated or []), row.message)
+        key = (row.namespace, row.workload_name)
+        wanted = status_key(record, check)
+        if self._workload_status.get(key) == wanted:
+            return
+        custom = client.CustomObjectsApi(self._api)
+        if key not in self._workload_status:
+            kind = job_kind(row.kind)
+            body = workload_body(
+                job,
+                api_version=kind.api_version,
+                kind=kind.kind,
+                workload_name=row.workload_name,
+                origin=self._runtime.settings.origin,
+                priority_class=row.priority_class,
+                priority=row.priority,
+            )
+            try:
+                await custom.create_namespaced_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, row.namespace, "workloads", body
+                )
+            except ApiException as error:
+                if error.status != 409:
+                    log.info("Workload %s/%s not created: %s", *key, error.reason)
+                    return
+        at = self._runtime.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = workload_status(record, check, at)
+        try:
+            await self._patch_workload_status(custom, key, status)
+        except ApiException as error:
+            if error.status != 422 or status["clusterName"] is None:
+                log.info("status of Workload %s/%s not written: %s", *key, error.reason)
+                return
+            # Won by another worker after an eviction this manager did not see (it was down):
+            # clusterName is immutable while set, so it is cleared first, as an eviction does.
+            await self._patch_workload_status(custom, key, {**status, "clusterName": None})
+            await self._patch_workload_status(custom, key, status)
+        self._workload_status[key] = wanted
+
+    async def _patch_workload_status(
+        self, custom: client.CustomObjectsApi, key: tuple[str, str], status: dict[str, Any]
+    ) -> None:
+        await custom.patch_namespaced_custom_object_status(
+            KUEUE_GROUP,
+            KUEUE_VERSION,
+            key[0],
+            "workloads",
+            key[1],
+            {"status": status},
+            _content_type="application/merge-patch+json",  # type: ignore[call-arg]
+        )
 
     async def _cancel(self, row: WorkloadRow, message: str) -> None:
         runtime = self._runtime

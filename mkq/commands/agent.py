@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from kueue_api import Configuration
+from kueue_api.loader import load_documents
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import ApiError, KubeClient
 
@@ -45,6 +47,27 @@ def agent() -> None:
     help="Seconds an admitted workload may take to get all pods ready before it is evicted "
     "and requeued with backoff (Kueue's waitForPodsReady); 0 disables.",
 )
+@click.option(
+    "--wait-for-pods-ready-recovery-timeout",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds a workload whose pod failed may take to get all pods ready again before it "
+    "is evicted (waitForPodsReady.recoveryTimeout); default: the timeout; 0 disables.",
+)
+@click.option(
+    "--wait-for-pods-ready-block-admission",
+    is_flag=True,
+    help="Admit nothing new while an admitted workload's pods are not all ready "
+    "(waitForPodsReady.blockAdmission).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A Kueue Configuration (config.kueue.x-k8s.io/v1beta2) whose "
+    "resources.deviceClassMappings and DRA feature gates set device quotas.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def run(
     kubeconfig: str,
@@ -57,6 +80,9 @@ def run(
     leader_elect: bool,
     lease_namespace: str,
     wait_for_pods_ready_timeout: float,
+    wait_for_pods_ready_recovery_timeout: float | None,
+    wait_for_pods_ready_block_admission: bool,
+    config_file: str | None,
     verbose: bool,
 ) -> None:
     """Admit the cluster's queued Jobs and Workloads with the engine."""
@@ -67,6 +93,13 @@ def run(
     if not Path(kubeconfig).is_file():
         console.print(f"[red]error:[/red] --kubeconfig {kubeconfig}: no such file")
         sys.exit(2)
+    dra_configuration = None
+    if config_file is not None:
+        loaded = _configuration(config_file)
+        if isinstance(loaded, str):
+            console.print(f"[red]error:[/red] --config {config_file}: {loaded}")
+            sys.exit(2)
+        dra_configuration = loaded
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -80,6 +113,9 @@ def run(
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
         pods_ready_timeout=wait_for_pods_ready_timeout or None,
+        pods_ready_recovery_timeout=wait_for_pods_ready_recovery_timeout,
+        block_admission=wait_for_pods_ready_block_admission,
+        dra_configuration=dra_configuration,
     )
     try:
         asyncio.run(_run(kubeconfig, context, config, console))
@@ -89,6 +125,17 @@ def run(
     except _BadMetricsPort as error:
         console.print(f"[red]error:[/red] {error}")
         sys.exit(2)
+
+
+def _configuration(path: str) -> Configuration | str:
+    """The one Configuration in `path`, or what is wrong with the file."""
+    result = load_documents([path])
+    if result.errors:
+        return "; ".join(str(error) for error in result.errors)
+    found = [item.obj for item in result.objects if isinstance(item.obj, Configuration)]
+    if len(found) != 1 or len(result.objects) != 1:
+        return "must hold exactly one config.kueue.x-k8s.io/v1beta2 Configuration"
+    return found[0]
 
 
 class _BadKubeconfig(Exception):

@@ -3,8 +3,11 @@
 The files hold Kueue v1beta2 objects, core objects and optionally one Configuration. Workloads
 that already carry status.admission with QuotaReserved=True hold quota from the start. Cycles run
 until none changes anything; no time passes, so nothing running finishes. The result is one
-object: {"workloads": {"ns/name": {"admitted", "clusterQueue", "podSets", "evictions",
-"message"}}}. Anything that cannot be loaded is reported with file, document and field (exit 2).
+object: {"workloads": {"ns/name": {"admitted", "quotaReserved", "admissionChecks",
+"clusterQueue", "podSets", "evictions", "reason", "message"}}}; "reason" and "message" say, in
+Kueue's words, why a workload is not admitted (no quota yet, or checks not all Ready). As in
+Kueue, an AdmissionCheck without an Active=True condition makes its ClusterQueues inactive.
+Anything that cannot be loaded is reported with file, document and field (exit 2).
 """
 
 from __future__ import annotations

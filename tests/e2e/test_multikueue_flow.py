@@ -92,7 +92,23 @@ async def test_jobs_complete_exactly_once(
             c["type"] == "Complete" and c["status"] == "True" for c in status.get("conditions", [])
         ), status
 
+        # Its Workload in the manager cluster names the winner, as on a Kueue MultiKueue manager.
         big = records[("team-a", cluster_job)]
+        await eventually(
+            lambda: kubectl(
+                system.kubeconfigs[MANAGER_CLUSTER],
+                "get",
+                "workload",
+                big["workloadName"],
+                "-n",
+                "team-a",
+                "-o",
+                "jsonpath={.status.clusterName}",
+            ),
+            lambda shown: shown.strip() == big["cluster"],
+            within=15,
+            what=f"clusterName of {big['workloadName']} in the manager cluster",
+        )
         if mode == "AllAtOnce":
             # Every worker got a copy; the first to admit won.
             assert attempted(big) == sorted(system.workers)

@@ -4,15 +4,22 @@ For one job key it compares the job with its Workload and takes the single next 
 create or adopt the Workload, keep the job suspended until admitted, start it with its
 placement, stop it and restore its template on eviction, release the quota once its pods are
 gone, and mark the Workload Finished when the job ends. Each pass is idempotent.
+
+An elastic batch/v1 Job (`kueue.x-k8s.io/elastic-job: "true"`) keeps running when its
+parallelism changes: its admitted Workload is resized in place on a scale-down, and a scale-up
+gets a new Workload slice that replaces it once admitted (`worker_agent.workload_slices`); its
+pods wait at the elastic-job gate until a slice grants them (`elastic_ungater`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from worker_agent import workload_slices as slices
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
 from worker_agent.conditions import find_condition
@@ -24,11 +31,14 @@ from worker_agent.integrations.base import (
     DEFAULT_PRIORITY_CLASS,
     Finish,
     JobIntegration,
+    PodSetInfo,
     takes_default_queue,
     with_default_queue,
 )
+from worker_agent.integrations.job import capped_to
 from worker_agent.kube_client import ApiError
 from worker_agent.resources import (
+    JOBS,
     LOCAL_QUEUES,
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
@@ -131,6 +141,14 @@ class JobController:
         if (job.get("metadata") or {}).get("deletionTimestamp"):
             return None
         workload = self._workload_for(job)
+        if (
+            workload is not None
+            and self._elastic(job)
+            and not self.integration.prebuilt_workload_name(job)
+        ):
+            wrote, workload = await self._elastic_step(job)
+            if wrote:
+                return None
         if workload is None:
             return await self._without_workload(key, job)
         if self.integration.prebuilt_workload_name(job):
@@ -138,7 +156,7 @@ class JobController:
                 WORKLOADS, object_key(workload), lambda w: wl.adopt(w, job)
             )
             workload = adopted or workload
-        elif self._out_of_sync(job, workload):
+        elif self._out_of_sync(job, workload) and not self._elastic(job):
             # The job changed shape while it waited: its Workload is replaced, as Kueue does.
             await self._writer.delete(WORKLOADS, object_key(workload))
             return None
@@ -189,6 +207,8 @@ class JobController:
         workload = wl.new_workload(
             name, job, queue_name, integration.pod_sets(job), priority_class, priority
         )
+        if self._elastic(job):
+            workload = slices.mark_elastic(workload)
         try:
             await self._writer.create(WORKLOADS, workload)
         except ApiError as error:
@@ -201,7 +221,7 @@ class JobController:
         return None
 
     def _missing_placement(self, job: JsonObject, workload: JsonObject) -> bool:
-        infos = wl.pod_set_infos(workload, self._flavors())
+        infos = self._pod_set_infos(job, workload)
         if infos is None:
             return False
         try:
@@ -247,7 +267,10 @@ class JobController:
                 if self._on_finish is not None:
                     self._on_finish(written, finish)
             return None
-        ready = integration.pods_ready(job) and not integration.is_suspended(job)
+        counted = job
+        if self._elastic(job):
+            counted = capped_to(job, sum(slices.workload_counts(workload).values()))
+        ready = integration.pods_ready(counted) and not integration.is_suspended(job)
         if wl.set_pods_ready(workload, ready, now) is not None:
             await self._writer.update(
                 WORKLOADS,
@@ -300,7 +323,7 @@ class JobController:
         return wl.release_quota(workload, now)
 
     async def _start(self, key: str, job: JsonObject, workload: JsonObject) -> float | None:
-        infos = wl.pod_set_infos(workload, self._flavors())
+        infos = self._pod_set_infos(job, workload)
         if infos is None:
             return 1.0  # a flavor is not in the cache yet
 
@@ -317,3 +340,113 @@ class JobController:
                 f"Admitted by clusterQueue {wl.cluster_queue_of(workload)}",
             )
         return None
+
+    # --- elastic jobs (workload slices) ---------------------------------------------------
+
+    def _elastic(self, job: JsonObject) -> bool:
+        return self.rt == JOBS and slices.is_elastic(job)
+
+    def _pod_set_infos(self, job: JsonObject, workload: JsonObject) -> list[PodSetInfo] | None:
+        """Admission's placement; an elastic Job's pods also wait at the elastic-job gate
+        until the slice that grants them is admitted (Kueue's webhook gates the template)."""
+        infos = wl.pod_set_infos(workload, self._flavors())
+        if infos is None or not self._elastic(job):
+            return infos
+        return [
+            replace(i, scheduling_gates=(*i.scheduling_gates, slices.ELASTIC_JOB_GATE))
+            for i in infos
+        ]
+
+    async def _elastic_step(self, job: JsonObject) -> tuple[bool, JsonObject | None]:
+        """Kueue's EnsureWorkloadSlices: follow a running elastic Job's parallelism. Returns
+        whether it wrote (then the watch brings the next step) and the Workload the job now
+        follows."""
+        uid = (job.get("metadata") or {}).get("uid")
+        owned = [
+            w
+            for w in self._workloads.by_index(OWNER_INDEX, str(uid))
+            if (wl.controller_owner(w) or {}).get("uid") == uid and not wl.is_finished(w)
+        ]
+        if not owned:
+            return False, None
+        found = slices.classify(owned)
+        now = self._clock()
+        if found.finish:
+            stale, reason, message = found.finish[0]
+            written = await self._writer.update(
+                WORKLOADS,
+                object_key(stale),
+                lambda w: slices.finish_slice(w, reason, message, now),
+                status=True,
+            )
+            if written is not None:
+                self._recorder.normal(written, reason, message)
+            return True, None
+        integration = self.integration
+        running = integration.finished(job) is None and not integration.is_suspended(job)
+        pending = found.pending
+        if pending is not None and not running:
+            # The job ended or was stopped: the scale-up it asked for no longer applies.
+            await self._writer.delete(WORKLOADS, object_key(pending))
+            return True, None
+        active = found.active
+        wanted = slices.pod_set_counts(integration.pod_sets(job))
+        if active is None:
+            follow = found.latest or owned[-1]
+            waiting = integration.finished(job) is None and not wl.has_quota_reservation(follow)
+            if waiting and slices.with_counts(follow, wanted) is not None:
+                # Not admitted yet: it simply takes the job's new counts.
+                await self._writer.update(
+                    WORKLOADS, object_key(follow), lambda w: slices.with_counts(w, wanted)
+                )
+                return True, None
+            return False, follow
+        if not running:
+            return False, active
+        if pending is not None:
+            if slices.with_counts(pending, wanted) is None:
+                return False, active
+            await self._writer.update(
+                WORKLOADS, object_key(pending), lambda w: slices.with_counts(w, wanted)
+            )
+            return True, None
+        current = slices.workload_counts(active)
+        if wanted == current or wanted.keys() != current.keys():
+            return False, active
+        if slices.scaled_down(current, wanted):
+            await self._writer.update(
+                WORKLOADS, object_key(active), lambda w: slices.with_counts(w, wanted)
+            )
+            return True, None
+        await self._create_slice(job, active)
+        return True, None
+
+    async def _create_slice(self, job: JsonObject, active: JsonObject) -> None:
+        """A scale-up: a new slice for the job's new counts, replacing the admitted one."""
+        meta = job.get("metadata") or {}
+        name = workload_name_for_owner(
+            str(meta.get("name")),
+            str(meta.get("uid")),
+            self.rt.kind,
+            self.rt.group,
+            extra=str(meta.get("generation") or ""),
+        )
+        spec = active.get("spec") or {}
+        ref = spec.get("priorityClassRef") or {}
+        base = wl.new_workload(
+            name,
+            job,
+            str(spec.get("queueName") or ""),
+            self.integration.pod_sets(job),
+            ref.get("name"),
+            spec.get("priority"),
+        )
+        try:
+            await self._writer.create(WORKLOADS, slices.new_slice(base, active))
+        except ApiError as error:
+            if error.status != 409:
+                raise
+            return
+        self._recorder.normal(
+            job, "CreatedWorkload", f"Created Workload: {meta.get('namespace')}/{name}"
+        )

@@ -1,8 +1,8 @@
 """The Workload reconciler: what no job integration and no scheduling cycle covers.
 
-- A Workload whose LocalQueue or ClusterQueue does not exist says so on its QuotaReserved
-  condition (reason Inadmissible), as Kueue's workload controller does; the engine never sees
-  it as schedulable.
+- A Workload whose LocalQueue or ClusterQueue does not exist, or whose ClusterQueue is
+  inactive, says so on its QuotaReserved condition, as Kueue's workload controller does; the
+  engine never sees it as schedulable.
 - An evicted Workload with no job of ours behind it (e.g. the manager's mirrored copy) has
   nothing to stop, so its quota is released at once.
 - A Workload whose owning job is gone is deleted (garbage collection, for clusters without it).
@@ -29,6 +29,7 @@ JsonObject = dict[str, Any]
 QUEUE_INDEX = "queue"
 _LQ_BY_CQ_INDEX = "cluster-queue"
 INADMISSIBLE = "Inadmissible"
+SUSPENDED = "Suspended"
 OWNER_INDEX = "owner-uid"
 
 
@@ -48,7 +49,8 @@ def _lq_cluster_queue(lq: JsonObject) -> list[str]:
 def queue_blocker(
     workload: JsonObject, local_queues: Any, cluster_queues: Any
 ) -> tuple[str, str] | None:
-    """Why a Workload cannot even be queued: its LocalQueue or ClusterQueue is missing."""
+    """Why a Workload cannot even be queued: its LocalQueue or ClusterQueue is missing, or
+    the ClusterQueue is inactive (Kueue's getQueueBlocker)."""
     namespace = (workload.get("metadata") or {}).get("namespace")
     queue = wl.queue_name_of(workload)
     lq = local_queues.get(f"{namespace}/{queue}")
@@ -58,6 +60,10 @@ def queue_blocker(
     cq = cluster_queues.get(cq_name)
     if cq is None or (cq.get("metadata") or {}).get("deletionTimestamp"):
         return INADMISSIBLE, f"ClusterQueue {cq_name} doesn't exist"
+    active = find_condition(cq, "Active")
+    if active is not None and active.get("status") == "False":
+        # e.g. an AdmissionCheck it uses is not Active: nothing there is scheduled.
+        return SUSPENDED, f"ClusterQueue {cq_name} is inactive"
     return None
 
 
@@ -71,12 +77,16 @@ class WorkloadController:
         clock: Callable[[], datetime],
         job_kinds: Iterable[ResourceType],
         pods_ready_timeout: float | None = None,
+        recovery_timeout: float | None = None,
         backoff_base: float = 60.0,
         backoff_max: float = 3600.0,
         recorder: EventRecorder | None = None,
     ) -> None:
         self._pods_ready_timeout = (
             timedelta(seconds=pods_ready_timeout) if pods_ready_timeout else None
+        )
+        self._recovery_timeout = (
+            None if recovery_timeout is None else timedelta(seconds=recovery_timeout)
         )
         self._backoff = (backoff_base, backoff_max)
         self._recorder = recorder
@@ -188,7 +198,9 @@ class WorkloadController:
         otherwise the seconds until its deadline."""
         if self._pods_ready_timeout is None:
             return None
-        deadline = wl.pods_ready_deadline(workload, self._pods_ready_timeout)
+        deadline = wl.pods_ready_deadline(
+            workload, self._pods_ready_timeout, self._recovery_timeout
+        )
         if deadline is None:
             return None
         if now < deadline:
@@ -196,7 +208,8 @@ class WorkloadController:
         base, cap = self._backoff
 
         def timeout(w: JsonObject) -> JsonObject | None:
-            if wl.pods_ready_deadline(w, self._pods_ready_timeout or timedelta()) is None:
+            limit = self._pods_ready_timeout or timedelta()
+            if wl.pods_ready_deadline(w, limit, self._recovery_timeout) is None:
                 return None
             return wl.evict_for_pods_ready_timeout(w, now, base, cap)
 
@@ -208,6 +221,4 @@ class WorkloadController:
 
 
 def _deactivate(workload: JsonObject, now: datetime) -> JsonObject | None:
-    if wl.is_active(workload):
-        return None
-    return wl.evict(workload, "Deactivated", "The workload is deactivated", now)
+    return wl.evict_deactivated(workload, now)

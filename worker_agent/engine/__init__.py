@@ -19,14 +19,23 @@ Public API (stable; the worker agent and `mkq simulate` use only this):
   (reason Preempted) and Preempted (reason `preemption_reason`: InClusterQueue,
   InCohortReclamation, InCohortFairSharing, InCohortReclaimWhileBorrowing) conditions.
   `CycleResult.idle` is True when another cycle now would change nothing.
+- Admission checks (spec §11, `checks`): `AdmissionDecision.admission_checks` names the checks
+  the reservation must pass; a Workload's status.admissionChecks enter as
+  `WorkloadSpec.admission_checks` (`CheckStatus`); one with a Retry or Rejected check is not
+  scheduled ("The workload has failed admission checks"). `is_admitted(cq_spec, info)` is
+  Kueue's Admitted (reserved and every check Ready); `applicable_checks`, `sync_checks`,
+  `retry_time` and `checks_message` are what a check runner needs to write states, requeue
+  after Retry and word evictions as Kueue does.
 - Semantics: Kueue v1beta2 quota admission (cohort trees, borrowing/lending limits, flavor
   assignment and fungibility, partial admission, StrictFIFO/BestEffortFIFO), classical
   preemption, fair sharing (Configuration `fairSharing`: DRS tournament and preemption
   strategies), admission fair sharing and TAS placement (`worker_agent.engine.tas`).
   One deliberate difference: a workload waiting for the victims of its preemptions goes
   first in the next cycle (Kueue's PrioritizePreemptorWorkloads, alpha there), which
-  guarantees that runs end: without it a reclaimed workload can be re-admitted ahead of its
-  preemptor and preempted again, forever.
+  removes one loop: without it a reclaimed workload can be re-admitted ahead of its
+  preemptor and preempted again, forever. Two ClusterQueues that borrow and reclaim each
+  other's quota can still loop, in Kueue as here (`quiescence` explains how);
+  `run_until_quiescent` then raises `NoQuiescence`.
 - Transitions the owner reports: `state.finish_workload(key)` (finished or deleted: quota is
   released and the cohort's inadmissible workloads are retried), `state.evict_workload(key)`
   (back to pending), `state.forget_admission(key)` (an admission could not be written).
@@ -43,12 +52,27 @@ Public API (stable; the worker agent and `mkq simulate` use only this):
   may lag); report a lost reservation with `evict_workload` or `forget_admission`.
 - Admission fair sharing: call `state.sample_admission_fair_sharing(now)` every
   usageSamplingInterval; entry penalties are charged on admission by the cycle.
+- waitForPodsReady: `EngineConfig.block_admission` (Configuration
+  `waitForPodsReady.blockAdmission`) holds every new admission (pending reason
+  WaitingForPodsReady) while a workload holding quota has `WorkloadSpec.pods_ready` False
+  (the PodsReady condition); the timeouts themselves are the owner's (time is its input).
+- Elastic jobs (`slices`): a `WorkloadSpec.replaces` slice is scheduled on its old slice's
+  flavors with only the increase quota-checked; when it is admitted the old slice leaves the
+  state in the same step (`state.retired`: write it Finished, reason WorkloadSliceReplaced).
+  A podSet count lowered below the admitted count (scale-down) is charged at once for less.
 
 Quantities inside the engine are ints in Kueue's units: cpu in millicores, everything else
 `Quantity.Value()` rounded up (`amounts.format_amount` prints them as Kueue does).
 """
 
 from worker_agent.engine.build import StateBuilder, workload_from
+from worker_agent.engine.checks import (
+    applicable_checks,
+    checks_message,
+    is_admitted,
+    retry_time,
+    sync_checks,
+)
 from worker_agent.engine.convert import (
     admission_to_api,
     admitted_condition,
@@ -65,7 +89,14 @@ from worker_agent.engine.cycle import (
     PendingUpdate,
     schedule,
 )
-from worker_agent.engine.model import Admission, EngineConfig, PodSetAssignment
+from worker_agent.engine.model import (
+    Admission,
+    AdmissionCheckRule,
+    CheckState,
+    CheckStatus,
+    EngineConfig,
+    PodSetAssignment,
+)
 from worker_agent.engine.quiescence import NoQuiescence, run_until_quiescent
 from worker_agent.engine.report import (
     cluster_queue_status,
@@ -76,7 +107,10 @@ from worker_agent.engine.state import EngineState
 
 __all__ = [
     "Admission",
+    "AdmissionCheckRule",
     "AdmissionDecision",
+    "CheckState",
+    "CheckStatus",
     "CycleResult",
     "EngineConfig",
     "EngineState",
@@ -87,15 +121,20 @@ __all__ = [
     "StateBuilder",
     "admission_to_api",
     "admitted_condition",
+    "applicable_checks",
+    "checks_message",
     "cluster_queue_status",
     "cluster_queue_status_to_api",
     "eviction_conditions",
+    "is_admitted",
     "local_queue_status",
     "local_queue_status_to_api",
     "pending_condition",
     "quota_reserved_condition",
+    "retry_time",
     "run_until_quiescent",
     "schedule",
     "simulation_report",
+    "sync_checks",
     "workload_from",
 ]

@@ -31,6 +31,8 @@ from worker_agent.engine.model import (
     AdmissionCheckSpec,
     AdmissionFairSharing,
     BorrowWithinCohort,
+    CheckState,
+    CheckStatus,
     ClusterQueueSpec,
     CohortSpec,
     EngineConfig,
@@ -58,6 +60,7 @@ from worker_agent.engine.model import (
     TopologyRequest,
     WorkloadSpec,
 )
+from worker_agent.engine.slices import SLICE_REPLACEMENT_FOR
 from worker_agent.engine.state import EngineState, TopologyView
 from worker_agent.engine.tas.from_api import (
     assignment_from_api,
@@ -217,10 +220,12 @@ def namespace_from(obj: api.Namespace) -> NamespaceSpec:
 
 
 def admission_check_from(obj: api.AdmissionCheck) -> AdmissionCheckSpec:
-    active = True
-    for condition in obj.status.conditions or ():
-        if condition.type == "Active":
-            active = condition.status == "True"
+    """Active only with an Active=True condition, as Kueue's cache reads it: a check whose
+    controller has not said it runs makes the ClusterQueues that use it inactive."""
+    active = any(
+        condition.type == "Active" and condition.status == "True"
+        for condition in obj.status.conditions or ()
+    )
     return AdmissionCheckSpec(
         name=obj.metadata.name or "", controller_name=obj.spec.controller_name, active=active
     )
@@ -241,6 +246,7 @@ def config_from(obj: api.Configuration) -> EngineConfig:
             obj.fair_sharing.effective_preemption_strategies() if obj.fair_sharing else ()
         ),
         admission_fair_sharing=_afs(obj.admission_fair_sharing),
+        block_admission=obj.wait_for_pods_ready.block_admission,
         transformations=tuple(
             ResourceTransformation(
                 input=t.input,
@@ -418,6 +424,20 @@ def _topology_request(tr: api.PodSetTopologyRequest | None) -> TopologyRequest |
     )
 
 
+def _check_states(obj: api.Workload) -> tuple[CheckStatus, ...]:
+    return tuple(
+        CheckStatus(
+            name=check.name,
+            state=CheckState(check.state),
+            message=check.message,
+            last_transition=_seconds(check.last_transition_time),
+            requeue_after=check.requeue_after_seconds,
+            retry_count=check.retry_count,
+        )
+        for check in obj.status.admission_checks or ()
+    )
+
+
 def _condition(obj: api.Workload, kind: str) -> Any:
     return obj.status.condition(kind)
 
@@ -511,6 +531,7 @@ def workload_from(
         order_time = _seconds(evicted.last_transition_time)
     requeue = obj.status.requeue_state
     requeued = _condition(obj, "Requeued")
+    pods_ready = _condition(obj, "PodsReady")
     return WorkloadSpec(
         namespace=meta.namespace or "default",
         name=meta.name or "",
@@ -534,7 +555,20 @@ def workload_from(
             else None
         ),
         evicted=admission is not None and evicted is not None and evicted.status == "True",
+        pods_ready=pods_ready is not None and pods_ready.status == "True",
+        replaces=replaced_slice(obj),
+        admission_checks=_check_states(obj),
     )
+
+
+def replaced_slice(obj: api.Workload) -> str | None:
+    """The slice a scale-up slice replaces, as a key; only within its own namespace, as
+    Kueue's ReplacedWorkloadSlice requires."""
+    value = (obj.metadata.annotations or {}).get(SLICE_REPLACEMENT_FOR)
+    namespace = obj.metadata.namespace or "default"
+    if not value or value.partition("/")[0] != namespace:
+        return None
+    return value
 
 
 def is_finished(obj: api.Workload) -> bool:

@@ -13,7 +13,8 @@ import gc
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from worker_agent.engine import fair_sharing, preemption, topology
+from worker_agent.engine import fair_sharing, preemption, slices, topology
+from worker_agent.engine.checks import FAILED_CHECKS_MESSAGE, checks_for, has_failed
 from worker_agent.engine.cluster_queue import ClusterQueueRuntime
 from worker_agent.engine.flavor_assigner import (
     FIT,
@@ -32,11 +33,12 @@ from worker_agent.engine.model import (
 from worker_agent.engine.partial import search_counts
 from worker_agent.engine.queue import backoff_expired
 from worker_agent.engine.selection import selector_matches
-from worker_agent.engine.state import MISCONFIGURED, EngineState
-from worker_agent.engine.workload import LastAssignment, WorkloadInfo
+from worker_agent.engine.state import MISCONFIGURED, PENDING_EVALUATION, EngineState
+from worker_agent.engine.workload import LastAssignment, WorkloadInfo, usage_from_admission
 
 WAITING_FOR_QUOTA = "WaitingForQuota"
 WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"
+WAITING_FOR_PODS_READY = "WaitingForPodsReady"
 
 # Requeue reasons (Kueue's queue.RequeueReason).
 GENERIC = ""
@@ -52,12 +54,17 @@ BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recent
 
 @dataclass(frozen=True, slots=True)
 class AdmissionDecision:
-    """A workload got quota: write status.admission and QuotaReserved=True."""
+    """A workload got quota: write status.admission and QuotaReserved=True.
+
+    `admission_checks` are the checks this reservation must pass (sorted): the writer keeps
+    their states, adds missing ones as Pending and drops the rest; Admitted=True goes with
+    the reservation only when all of them are Ready (none, usually)."""
 
     key: str
     cluster_queue: str
     admission: Admission
     at: float
+    admission_checks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +268,10 @@ def _pop_heads(state: EngineState) -> list[_Entry]:
 
 def _nominate(state: EngineState, entry: _Entry) -> bool:
     info, cq = entry.info, entry.cq
+    if info.spec.admission_checks and has_failed(info.spec.admission_checks):
+        entry.message = FAILED_CHECKS_MESSAGE
+        entry.reason = PENDING_EVALUATION
+        return False
     namespace = state.namespaces.get(info.spec.namespace)
     if namespace is None:
         ns = info.spec.namespace
@@ -309,6 +320,9 @@ def get_assignments(
     ctx = cq.assign_ctx
     if ctx is None:
         ctx = cq.assign_ctx = assign_context(state, cq)
+    old_slice = slices.replaced_slice(cq, info)
+    if old_slice is not None:
+        return slices.slice_assignments(state, cq, info, old_slice, ctx, last)
     if info.preempt_counts is not None:
         # It preempted room for a partial admission: admit those counts, not more, or it
         # could borrow again what it just reclaimed and be preempted back, forever.
@@ -356,7 +370,7 @@ def _in_order(state: EngineState, entries: list[_Entry]) -> Iterator[_Entry]:
     """Classical order (sorted once), or the fair-sharing tournament (one pick at a time,
     seeing what the cycle admitted so far)."""
     if not state.config.fair_sharing:
-        yield from sorted(entries, key=_entry_order)
+        yield from sorted(entries, key=lambda entry: _entry_order(entry, state.cycle))
         return
     contenders = []
     for entry in entries:
@@ -369,6 +383,7 @@ def _in_order(state: EngineState, entries: list[_Entry]) -> Iterator[_Entry]:
                 order_time=entry.info.spec.order_time,
                 payload=entry,
                 preemptor=entry.preemptor,
+                tie=fair_sharing.tie_break(state.cycle, entry.cq.name),
             )
         )
     for contender in fair_sharing.tournament_order(contenders):
@@ -376,7 +391,7 @@ def _in_order(state: EngineState, entries: list[_Entry]) -> Iterator[_Entry]:
         yield contender.payload
 
 
-def _entry_order(entry: _Entry) -> tuple[object, ...]:
+def _entry_order(entry: _Entry, cycle: int) -> tuple[object, ...]:
     assert entry.assignment is not None
     info = entry.info
     return (
@@ -385,7 +400,7 @@ def _entry_order(entry: _Entry) -> tuple[object, ...]:
         entry.assignment.borrowing,
         -info.spec.priority,
         info.spec.order_time,
-        entry.cq.name,
+        fair_sharing.tie_break(cycle, entry.cq.name),
     )
 
 
@@ -467,6 +482,15 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
         entry.drop_scan = True
         cq.queue.set_preemptor(info.key)
         return None
+    if state.config.block_admission and state.not_ready and not info.has_quota:
+        # Kueue's waitForPodsReadyIfNeeded; a second pass holds quota already and is exempt.
+        cycle.undo.append((cq, dict(usage)))
+        entry.reason = WAITING_FOR_PODS_READY
+        entry.message = "waiting for all admitted workloads to be in PodsReady condition"
+        entry.requeue = WAITING_FOR_PODS_READY
+        entry.drop_scan = True
+        return None
+    old_slice = slices.replaced_slice(cq, info)
     now = cycle.now
     admission = Admission(
         cluster_queue=cq.name,
@@ -481,6 +505,10 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
             for ps in assignment.pod_sets
         ),
     )
+    if old_slice is not None:
+        # The cycle charged the increase; the slice now holds all of it, the old one nothing.
+        usage = usage_from_admission(admission)
+        state.retire_slice(old_slice.key, info.key)
     state.record_admission(info, cq, admission, usage, now)
     if state.afs_enabled(cq):
         state.charge_entry_penalty(info)
@@ -488,7 +516,13 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
     if any(ps.topology_assignment is not None for ps in admission.pod_sets):
         topology.record_admission(state, info.spec, admission)
     entry.admitted = True
-    return AdmissionDecision(key=info.key, cluster_queue=cq.name, admission=admission, at=now)
+    return AdmissionDecision(
+        key=info.key,
+        cluster_queue=cq.name,
+        admission=admission,
+        at=now,
+        admission_checks=checks_for(cq.spec, admission),
+    )
 
 
 def _to_reserve(cq: ClusterQueueRuntime, assignment: Assignment) -> dict[FlavorResource, int]:
@@ -532,6 +566,10 @@ def _requeue(state: EngineState, entry: _Entry, now: float, pending: list[Pendin
     pending.append(PendingUpdate(key=info.key, reason=entry.reason, message=entry.message))
     shape = state.shape_of[info.key]
     last = info.last_assignment
+    if reason == WAITING_FOR_PODS_READY:
+        # Held by blockAdmission: it waits, inadmissible, until every admitted workload is
+        # ready (the state wakes it then), instead of being retried every cycle.
+        immediate, last = False, None
     if backoff_expired(info, now) and (immediate or (last is not None and last.pending_flavors())):
         cq.queue.push_active(info, shape)
         state.nonempty.add(cq.name)

@@ -14,26 +14,52 @@ What Kueue counts, per podSet (``pkg/dra``):
   claims (a claim shared by several containers counts once); each class maps to its logical
   resource. ``adminAccess`` requests cost nothing. ``firstAvailable``, ``allocationMode: All``,
   a request without ``exactly`` and an unmapped class are errors.
-- Requests with CEL selectors must be satisfiable by devices published in ResourceSlices;
-  ResourceSlices are not part of the project's API models, so the cluster is taken to
-  publish none and such requests stay pending with Kueue's "insufficient matching devices".
+- Requests with CEL selectors must be satisfiable by devices published in ResourceSlices
+  (selectors are read by the CEL subset in `cel`); too few matches keep the workload pending
+  with Kueue's "insufficient matching devices", an expression outside the subset with why.
 - A direct ResourceClaim reference makes the whole workload inadmissible.
 - Extended-resource path: a positive request for an extended resource that some DeviceClass
   names as its ``extendedResourceName`` is charged under that class's mapped logical name (or
   under its own name when the class is unmapped) and leaves the ordinary requests.
 - Counter and capacity sources (partitionable devices, consumable capacity) charge from the
-  devices in ResourceSlices; with none published they are the same "insufficient" errors.
+  devices in ResourceSlices (`dra_devices`): the largest counter consumption, or the requested
+  capacity rounded by each device's policy, over the matched devices, times the count.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import kueue_api as api
 from kueue_api.quantity import Quantity
+from worker_agent.engine.dra_charges import (
+    CapacityPolicy,
+    ChargeError,
+    DeviceCapacity,
+    PublishedDevice,
+    capacity_charge,
+    counter_charge,
+    round_to_policy,
+)
+from worker_agent.engine.dra_devices import (
+    CapacitySource,
+    CounterSource,
+    DeviceView,
+    capacity_for_request,
+    check_cel_requests,
+    compile_selectors,
+    counter_for_request,
+    devices_of,
+    selector_expression,
+)
+from worker_agent.engine.dra_errors import FieldError as _FieldError
+from worker_agent.engine.dra_errors import claims_path as _claims_path
+from worker_agent.engine.dra_errors import internal as _internal
+from worker_agent.engine.dra_errors import invalid as _invalid
+from worker_agent.engine.dra_errors import not_found as _not_found
 
 __all__ = [
     "DRA_DISABLED",
@@ -105,43 +131,78 @@ class DRAFeatures:
 @dataclass(frozen=True, slots=True)
 class DeviceClassMapper:
     """``resources.deviceClassMappings`` as lookups (Kueue's ResourceMapper): the logical
-    resource of each DeviceClass (the first mapping naming a class wins), and which classes
-    are charged from counter or capacity sources instead of by device count."""
+    resource of each DeviceClass (the first mapping naming a class wins), and the counter and
+    capacity sources of the classes charged from published devices instead of by count."""
 
     logical: Mapping[str, str] = field(default_factory=dict)
-    counter_classes: frozenset[str] = frozenset()
-    capacity_classes: frozenset[str] = frozenset()
+    counters: Mapping[str, tuple[CounterSource, ...]] = field(default_factory=dict)
+    capacities: Mapping[str, tuple[CapacitySource, ...]] = field(default_factory=dict)
+
+    @property
+    def counter_classes(self) -> frozenset[str]:
+        return frozenset(self.counters)
+
+    @property
+    def capacity_classes(self) -> frozenset[str]:
+        return frozenset(self.capacities)
 
     @classmethod
     def from_mappings(cls, mappings: Iterable[api.DeviceClassMapping] | None) -> DeviceClassMapper:
         logical: dict[str, str] = {}
-        counters: set[str] = set()
-        capacity: set[str] = set()
+        counters: dict[str, list[CounterSource]] = {}
+        capacities: dict[str, list[CapacitySource]] = {}
         for mapping in mappings or ():
             for class_name in mapping.device_class_names:
                 logical.setdefault(class_name, mapping.name)
                 for source in mapping.sources or ():
                     if source.counter is not None:
-                        counters.add(class_name)
+                        counter = source.counter
+                        counters.setdefault(class_name, []).append(
+                            CounterSource(
+                                mapping.name,
+                                counter.driver,
+                                counter.name,
+                                selector_expression(counter.device_selector),
+                            )
+                        )
                     if source.capacity is not None:
-                        capacity.add(class_name)
-        return cls(logical, frozenset(counters), frozenset(capacity))
+                        capacity = source.capacity
+                        capacities.setdefault(class_name, []).append(
+                            CapacitySource(
+                                capacity.driver,
+                                capacity.name,
+                                selector_expression(capacity.device_selector),
+                            )
+                        )
+        return cls(
+            logical,
+            {name: tuple(sources) for name, sources in counters.items()},
+            {name: tuple(sources) for name, sources in capacities.items()},
+        )
 
     @classmethod
     def from_configuration(cls, config: api.Configuration | None) -> DeviceClassMapper:
         resources = None if config is None else config.resources
         return cls.from_mappings(None if resources is None else resources.device_class_mappings)
 
+    def counters_in_use(self, features: DRAFeatures) -> Mapping[str, tuple[CounterSource, ...]]:
+        return self.counters if features.partitionable_devices else {}
+
+    def capacities_in_use(self, features: DRAFeatures) -> Mapping[str, tuple[CapacitySource, ...]]:
+        return self.capacities if features.consumable_capacity else {}
+
 
 @dataclass(frozen=True, slots=True)
 class DRAInventory:
     """What DRA accounting reads besides the workload: the mappings, the gates, the
-    ResourceClaimTemplates by (namespace, name) and the DeviceClasses by name."""
+    ResourceClaimTemplates by (namespace, name), the DeviceClasses by name and the devices
+    ResourceSlices publish (see `devices_of`)."""
 
     mapper: DeviceClassMapper = field(default_factory=DeviceClassMapper)
     features: DRAFeatures = field(default_factory=DRAFeatures)
     templates: Mapping[tuple[str, str], api.ResourceClaimTemplate] = field(default_factory=dict)
     device_classes: Mapping[str, api.DeviceClass] = field(default_factory=dict)
+    devices: tuple[DeviceView, ...] = ()
 
 
 # --- results -------------------------------------------------------------------------------
@@ -184,43 +245,7 @@ def add_to_requests(per_pod: Mapping[str, int], dra: PodSetDRA) -> dict[str, int
     return out
 
 
-# --- field errors, printed as apimachinery prints them -------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _FieldError:
-    """One field.Error: `Error()` is "path: Type[: value][: detail]"."""
-
-    path: str
-    kind: str
-    value: str | None
-    detail: str
-    internal: bool = False
-
-    @property
-    def text(self) -> str:
-        value = "" if self.value is None else f": {self.value}"
-        detail = f": {self.detail}" if self.detail else ""
-        return f"{self.path}: {self.kind}{value}{detail}"
-
-    def under_template(self, template: str, path_prefix: str = "") -> _FieldError:
-        """The error as GetResourceRequestsForResourceClaimTemplates re-reports it: under
-        the claim's path, its detail naming the template."""
-        path = f"{path_prefix}.{self.path}" if path_prefix else self.path
-        detail = f"ResourceClaimTemplate {template}: {self.detail}"
-        return _FieldError(path, self.kind, self.value, detail, self.internal)
-
-
-def _invalid(path: str, bad_value: object, detail: str) -> _FieldError:
-    return _FieldError(path, "Invalid value", json.dumps(bad_value, ensure_ascii=False), detail)
-
-
-def _not_found(path: str, value: str) -> _FieldError:
-    return _FieldError(path, "Not found", json.dumps(value, ensure_ascii=False), "")
-
-
-def _internal(path: str, detail: str) -> _FieldError:
-    return _FieldError(path, "Internal error", None, detail, internal=True)
+# --- field errors ----------------------------------------------------------------------------
 
 
 def _aggregate(errors: Sequence[_FieldError]) -> DRAOutcome:
@@ -231,10 +256,6 @@ def _aggregate(errors: Sequence[_FieldError]) -> DRAOutcome:
             texts.append(error.text)
     message = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     return DRAOutcome(error=message, retryable=any(e.internal for e in errors))
-
-
-def _claims_path(ps_index: int, claim_index: int) -> str:
-    return f"spec.podSets[{ps_index}].template.spec.resourceClaims[{claim_index}]"
 
 
 # --- which workloads go through DRA --------------------------------------------------------
@@ -302,6 +323,12 @@ def _count_per_class(
         exactly = request.exactly
         if exactly is None:
             return {}, _invalid(path, None, "Exactly must be set if FirstAvailable is nil")
+        selectors_path = f"{path}.exactly.selectors"
+        _, errors = compile_selectors(exactly.selectors, selectors_path, "CEL compilation failed")
+        if errors:
+            texts = [e.text for e in errors]
+            detail = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+            return {}, _invalid(selectors_path, None, detail)
         if exactly.admin_access:
             continue
         if exactly.allocation_mode == "All":
@@ -313,50 +340,6 @@ def _count_per_class(
         name = exactly.device_class_name
         counts[name] = min(_INT64_MAX, counts.get(name, 0) + (exactly.count or 0))
     return counts, None
-
-
-def _cel_requests(spec: api.ResourceClaimSpec) -> list[tuple[int, api.ExactDeviceRequest]]:
-    """The requests whose own selectors include CEL: Kueue checks them against devices."""
-    out: list[tuple[int, api.ExactDeviceRequest]] = []
-    requests = spec.devices.requests if spec.devices is not None else None
-    for index, request in enumerate(requests or ()):
-        exactly = request.exactly
-        if exactly is None or not exactly.selectors:
-            continue
-        if any(selector.cel is not None for selector in exactly.selectors):
-            out.append((index, exactly))
-    return out
-
-
-def _missing_class(path: str, class_name: str) -> _FieldError:
-    return _internal(
-        path,
-        f"failed to get DeviceClass {class_name}: deviceclasses.resource.k8s.io "
-        f'"{class_name}" not found',
-    )
-
-
-def _check_cel_requests(
-    spec: api.ResourceClaimSpec, claim_path: str, template: str, inventory: DRAInventory
-) -> list[_FieldError]:
-    """validateCELSelectorsAgainstDevices, with no devices published (ResourceSlices are not
-    modelled): every CEL-selected request asking for at least one device is short."""
-    errors: list[_FieldError] = []
-    for index, exactly in _cel_requests(spec):
-        request_path = f"{claim_path}.devices.requests[{index}]"
-        class_name = exactly.device_class_name
-        if class_name and class_name not in inventory.device_classes:
-            error = _missing_class(request_path, class_name)
-        elif (exactly.count or 0) > 0:
-            error = _internal(
-                f"{request_path}.exactly.selectors",
-                "insufficient matching devices for CEL selector in DeviceClass "
-                f"{class_name}: 0 device(s) match in the cluster but {exactly.count} requested",
-            )
-        else:
-            continue
-        errors.append(error.under_template(template))
-    return errors
 
 
 def _template_spec(
@@ -394,9 +377,16 @@ def _template_resources(
         counts, error = _count_per_class(claim_spec)
         if error is not None:
             return {}, [error.under_template(template, claim_path)]
-        cel_errors = _check_cel_requests(claim_spec, claim_path, template, inventory)
+        cel_errors = check_cel_requests(
+            claim_spec,
+            claim_path,
+            inventory.devices,
+            inventory.device_classes,
+            mapper.counters_in_use(features),
+            mapper.capacities_in_use(features),
+        )
         if cel_errors:
-            return {}, cel_errors
+            return {}, [error.under_template(template) for error in cel_errors]
         # Kueue walks a map here; sorting keeps the first reported class deterministic.
         for class_name in sorted(counts):
             logical = mapper.logical.get(class_name)
@@ -408,9 +398,9 @@ def _template_resources(
                         f"podset {ps_name}",
                     )
                 ]
-            if features.partitionable_devices and class_name in mapper.counter_classes:
+            if class_name in mapper.counters_in_use(features):
                 continue
-            if features.consumable_capacity and class_name in mapper.capacity_classes:
+            if class_name in mapper.capacities_in_use(features):
                 continue
             totals[logical] = totals.get(logical, 0) + _units(logical, counts[class_name])
     return totals, []
@@ -553,178 +543,61 @@ def _extended_resources(
 # --- counter and capacity sources ----------------------------------------------------------
 
 
-def _source_resources(
-    namespace: str,
-    ps_index: int,
-    spec: api.PodSpec,
-    inventory: DRAInventory,
-    classes: frozenset[str],
-    kind: str,
-) -> list[_FieldError]:
-    """GetCounterResourcesForWorkload / DetermineCapacityResourcesForWorkload with no
-    ResourceSlices published: a request of a class charged from `kind` sources matches no
-    device, so it is short (or, asking for none, finds nothing to charge)."""
+def _device_requests(
+    namespace: str, ps_index: int, spec: api.PodSpec, inventory: DRAInventory
+) -> Iterable[tuple[str, int, api.ExactDeviceRequest]]:
+    """(claim path, request index, request) of every chargeable device request of a podSet's
+    ResourceClaimTemplates (adminAccess ones cost nothing)."""
     for claim_index, claim in enumerate(_claims(spec)):
         template = claim.resource_claim_template_name
-        if template is None:
-            continue
-        claim_spec = _template_spec(inventory, namespace, template)
+        claim_spec = None if template is None else _template_spec(inventory, namespace, template)
         if claim_spec is None or claim_spec.devices is None:
             continue
-        claim_path = _claims_path(ps_index, claim_index)
         for index, request in enumerate(claim_spec.devices.requests or ()):
             exactly = request.exactly
-            if exactly is None or exactly.admin_access:
-                continue
-            class_name = exactly.device_class_name
-            if class_name not in classes:
-                continue
-            if kind == "capacity" and class_name not in inventory.mapper.logical:
-                continue
-            request_path = f"{claim_path}.devices.requests[{index}]"
-            if class_name and class_name not in inventory.device_classes:
-                return [_missing_class(request_path, class_name)]
-            count = exactly.count or 0
-            if count > 0:
-                return [
-                    _internal(
-                        request_path,
-                        f"insufficient matching devices for {kind} driver: 0 device(s) match "
-                        f"but {count} requested",
-                    )
-                ]
-            if kind == "counter":
-                return [
-                    _internal(
-                        request_path, "matched devices have no consumesCounters entry for counter"
-                    )
-                ]
-            return [_internal(request_path, "matched devices have no capacity dimension")]
-    return []
+            if exactly is not None and not exactly.admin_access:
+                yield _claims_path(ps_index, claim_index), index, exactly
 
 
-# --- charges from published devices -------------------------------------------------------
-#
-# Kueue charges counter- and capacity-sourced classes from the devices that ResourceSlices
-# publish and that the class, request and source selectors match. The matching needs
-# ResourceSlices and a CEL evaluator, neither of which the project has yet; the charge rules
-# themselves are here, on devices already matched, so they plug in when the slices do.
-
-
-@dataclass(frozen=True, slots=True)
-class CapacityPolicy:
-    """A device capacity's requestPolicy: a default, and either valid values (ascending)
-    or a valid range."""
-
-    default: Quantity | None = None
-    valid_values: tuple[Quantity, ...] = ()
-    minimum: Quantity | None = None
-    maximum: Quantity | None = None
-    step: Quantity | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceCapacity:
-    value: Quantity
-    policy: CapacityPolicy | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PublishedDevice:
-    """What quota reads of one device in a ResourceSlice: its capacities by dimension and
-    the counters it consumes (one mapping per consumed counter set)."""
-
-    name: str
-    capacity: Mapping[str, DeviceCapacity] = field(default_factory=dict)
-    consumes_counters: tuple[Mapping[str, Quantity], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ChargeError:
-    """Why a device charge cannot be made; `internal` ones clear as slices change."""
-
-    detail: str
-    internal: bool
-
-
-def _safe_value(quantity: Quantity) -> int:
-    """SafeValue: Value() clamped to int64, negatives (a driver's mistake) charged as 0."""
-    return max(0, min(_INT64_MAX, quantity.value()))
-
-
-def counter_charge(
-    matched: Sequence[PublishedDevice], counter: str, count: int
-) -> int | ChargeError:
-    """computeCounterCharges: the largest amount of `counter` any matched device consumes,
-    times the requested device count."""
-    values = [
-        consumed[counter]
-        for device in matched
-        for consumed in device.consumes_counters
-        if counter in consumed
-    ]
-    if not values:
-        return ChargeError(
-            f'matched devices have no consumesCounters entry for counter "{counter}"', True
+def _counter_resources(
+    namespace: str, ps_index: int, spec: api.PodSpec, inventory: DRAInventory
+) -> dict[str, int] | _FieldError:
+    """GetCounterResourcesForWorkload for one podSet."""
+    counters = inventory.mapper.counters_in_use(inventory.features)
+    totals: dict[str, int] = {}
+    for claim_path, index, request in _device_requests(namespace, ps_index, spec, inventory):
+        sources = counters.get(request.device_class_name)
+        if not sources:
+            continue
+        charges = counter_for_request(
+            request, sources, claim_path, index, inventory.devices, inventory.device_classes
         )
-    return min(_INT64_MAX, _safe_value(max(values)) * max(count, 1))
+        if isinstance(charges, _FieldError):
+            return charges
+        for name, value in charges.items():
+            totals[name] = min(_INT64_MAX, totals.get(name, 0) + value)
+    return totals
 
 
-def round_to_policy(base: Quantity, policy: CapacityPolicy | None) -> Quantity | None:
-    """A capacity request rounded up as the device's requestPolicy allows, or None when the
-    policy cannot satisfy it: valid values first, else the range (clamped to its minimum,
-    aligned to minimum + n*step, at most its maximum)."""
-    if policy is None:
-        return base
-    if policy.valid_values:
-        return next((v for v in policy.valid_values if v >= base), None)
-    if policy.minimum is None and policy.maximum is None and policy.step is None:
-        return base
-    value = _safe_value(base)
-    if policy.minimum is not None:
-        low = _safe_value(policy.minimum)
-        value = max(value, low)
-        if policy.step is not None and _safe_value(policy.step) > 0:
-            step = _safe_value(policy.step)
-            offset = value - low
-            if offset % step:
-                value = low + (offset // step + 1) * step
-    if policy.maximum is not None and value > _safe_value(policy.maximum):
-        return None
-    return Quantity.from_value(value, base.format)
-
-
-def capacity_charge(
-    matched: Sequence[PublishedDevice],
-    dimension: str,
-    count: int,
-    requested: Quantity | None,
-) -> int | ChargeError:
-    """computeCapacityCharge: per matched device with the dimension, the explicit request
-    (else the policy default, else the whole capacity) rounded by its policy; the largest,
-    times the device count."""
-    with_dimension = [d.capacity[dimension] for d in matched if dimension in d.capacity]
-    if not with_dimension:
-        return ChargeError(f'matched devices have no capacity dimension "{dimension}"', True)
-    charges = []
-    for capacity in with_dimension:
-        policy = capacity.policy
-        if requested is not None:
-            base = requested
-        elif policy is not None and policy.default is not None:
-            base = policy.default
-        else:
-            base = capacity.value
-        rounded = round_to_policy(base, policy)
-        if rounded is not None:
-            charges.append(rounded)
-    if not charges:
-        return ChargeError(
-            "capacity request cannot be satisfied by any matched device's RequestPolicy for "
-            f'dimension "{dimension}"',
-            False,
+def _capacity_resources(
+    namespace: str, ps_index: int, spec: api.PodSpec, inventory: DRAInventory
+) -> dict[str, int] | _FieldError:
+    """DetermineCapacityResourcesForWorkload for one podSet."""
+    mapper = inventory.mapper
+    capacities = mapper.capacities_in_use(inventory.features)
+    totals: dict[str, int] = {}
+    for claim_path, index, request in _device_requests(namespace, ps_index, spec, inventory):
+        sources = capacities.get(request.device_class_name)
+        logical = mapper.logical.get(request.device_class_name)
+        if not sources or logical is None:
+            continue
+        charge = capacity_for_request(
+            request, sources, claim_path, index, inventory.devices, inventory.device_classes
         )
-    return min(_INT64_MAX, _safe_value(max(charges)) * max(count, 1))
+        if isinstance(charge, _FieldError):
+            return charge
+        totals[logical] = min(_INT64_MAX, totals.get(logical, 0) + _units(logical, 1) * charge)
+    return totals
 
 
 # --- the whole workload --------------------------------------------------------------------
@@ -769,16 +642,14 @@ def workload_dra(
         if ext_errors:
             return _aggregate(ext_errors)
 
-    for enabled, classes, kind in (
-        (features.partitionable_devices, inventory.mapper.counter_classes, "counter"),
-        (features.consumable_capacity, inventory.mapper.capacity_classes, "capacity"),
-    ):
-        if not enabled or not classes:
-            continue
-        for ps_index, (_, spec) in enumerate(pod_sets):
-            errors = _source_resources(namespace, ps_index, spec, inventory, classes, kind)
-            if errors:
-                return _aggregate(errors)
+    for charges_of in (_counter_resources, _capacity_resources):
+        for ps_index, (ps_name, spec) in enumerate(pod_sets):
+            charges = charges_of(namespace, ps_index, spec, inventory)
+            if isinstance(charges, _FieldError):
+                return _aggregate([charges])
+            merged = per_pod_set[ps_name]
+            for name, value in charges.items():
+                merged[name] = min(_INT64_MAX, merged.get(name, 0) + value)
 
     return DRAOutcome(
         pod_sets={
@@ -807,15 +678,18 @@ def _may_use_dra(workload: api.Workload) -> bool:
 
 class DRAObjects:
     """The DRA objects and the Configuration an owner has fed, as a `DRAInventory`, and the
-    workloads whose requests must be computed again when a DeviceClass or template changes
-    (Kueue's workload controller watches both)."""
+    workloads whose requests must be computed again when a DeviceClass, template or
+    ResourceSlice changes (Kueue's workload controller watches them)."""
 
     def __init__(self) -> None:
         self._config: api.Configuration | None = None
         self._templates: dict[tuple[str, str], api.ResourceClaimTemplate] = {}
         self._classes: dict[str, api.DeviceClass] = {}
+        self._slices: dict[str, api.ResourceSlice] = {}
+        self._devices: tuple[DeviceView, ...] | None = None
         self._workloads: dict[str, api.Workload] = {}
         self._inventory: DRAInventory | None = None
+        self._stale = False
 
     def inventory(self) -> DRAInventory:
         if self._inventory is None:
@@ -824,8 +698,14 @@ class DRAObjects:
                 features=DRAFeatures.from_configuration(self._config),
                 templates=dict(self._templates),
                 device_classes=dict(self._classes),
+                devices=self._published(),
             )
         return self._inventory
+
+    def _published(self) -> tuple[DeviceView, ...]:
+        if self._devices is None:
+            self._devices = devices_of(self._slices.values())
+        return self._devices
 
     def configure(self, config: api.Configuration) -> None:
         self._config = config
@@ -833,25 +713,43 @@ class DRAObjects:
 
     def apply(self, obj: object) -> bool:
         """Take a DRA object; False if `obj` is none. ResourceClaims are accepted and not
-        kept: Kueue holds any workload that references one, whatever it asks for."""
+        kept: Kueue holds any workload that references one, whatever it asks for, so a claim
+        (Kubernetes makes one per pod from its template) changes no workload's requests."""
         if isinstance(obj, api.DeviceClass):
-            self._classes[obj.metadata.name or ""] = obj
+            self._changed(self._classes, obj.metadata.name or "", obj)
         elif isinstance(obj, api.ResourceClaimTemplate):
             key = (obj.metadata.namespace or "default", obj.metadata.name or "")
-            self._templates[key] = obj
+            self._changed(self._templates, key, obj)
+        elif isinstance(obj, api.ResourceSlice):
+            if self._changed(self._slices, obj.metadata.name or "", obj):
+                self._devices = None
         elif not isinstance(obj, api.ResourceClaim):
             return False
-        self._inventory = None
         return True
 
     def delete(self, kind: str, namespace: str | None, name: str) -> bool:
         if kind == "DeviceClass":
-            self._classes.pop(name, None)
+            self._changed(self._classes, name, None)
         elif kind == "ResourceClaimTemplate":
-            self._templates.pop((namespace or "default", name), None)
+            self._changed(self._templates, (namespace or "default", name), None)
+        elif kind == "ResourceSlice":
+            if self._changed(self._slices, name, None):
+                self._devices = None
         elif kind != "ResourceClaim":
             return False
+        return True
+
+    def _changed(self, store: dict[Any, Any], key: object, obj: object | None) -> bool:
+        """Store (or, with None, drop) an object; whether that changed anything, in which
+        case the inventory is rebuilt and the dependents are due to be fed again."""
+        if store.get(key) == obj:
+            return False
+        if obj is None:
+            del store[key]
+        else:
+            store[key] = obj
         self._inventory = None
+        self._stale = True
         return True
 
     def track(self, key: str, workload: api.Workload) -> None:
@@ -863,9 +761,17 @@ class DRAObjects:
     def forget(self, key: str) -> None:
         self._workloads.pop(key, None)
 
+    def tracked(self) -> list[str]:
+        """The keys of the workloads whose requests depend on DRA objects."""
+        return list(self._workloads)
+
     def dependents(self, present: Container[str]) -> list[api.Workload]:
         """The workloads to feed again after a DRA object changed: those still `present`
-        in the engine (keys); any other is forgotten, never brought back."""
+        in the engine (keys); any other is forgotten, never brought back. None when nothing
+        changed since the last call (a resync, a ResourceClaim)."""
         for key in [key for key in self._workloads if key not in present]:
             del self._workloads[key]
+        if not self._stale:
+            return []
+        self._stale = False
         return list(self._workloads.values())

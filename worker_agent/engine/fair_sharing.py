@@ -12,6 +12,7 @@ configured strategies.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -94,6 +95,16 @@ def share(node: QuotaNode) -> DRS:
 # --- admission tournament ----------------------------------------------------------------
 
 
+def tie_break(cycle: int, cluster_queue: str) -> int:
+    """The order of heads that tie on every criterion. Kueue takes a cycle's heads from Go
+    maps and sets (the queue manager's ClusterQueues, a Cohort's `ChildCQs()`), whose order is
+    random and differs from one cycle to the next; a fixed order here (by name, say) would
+    let the same ClusterQueue win every tie, and a run that Kueue leaves as soon as a tie
+    goes the other way (a preemption loop between two equal heads) would go round forever.
+    A pseudo-random order per cycle, the same on every run, stands in for Go's."""
+    return zlib.crc32(f"{cycle}/{cluster_queue}".encode())
+
+
 @dataclass(slots=True)
 class Contender:
     """One head in the tournament: its ClusterQueue node, its usage if admitted, ordering."""
@@ -105,6 +116,7 @@ class Contender:
     payload: object
     preemptor: bool = False
     drs: dict[str, DRS] = field(default_factory=dict)
+    tie: int = 0
 
 
 def _compute(root: QuotaNode, contenders: Mapping[str, Contender]) -> None:
@@ -135,7 +147,9 @@ def _less(a: Contender, b: Contender, cohort: str) -> bool:
         return order < 0
     if a.priority != b.priority:
         return a.priority > b.priority
-    return a.order_time < b.order_time
+    if a.order_time != b.order_time:
+        return a.order_time < b.order_time
+    return a.tie < b.tie
 
 
 def _tournament(cohort: QuotaNode, by_cq: Mapping[str, Contender]) -> Contender | None:

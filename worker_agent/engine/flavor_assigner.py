@@ -59,6 +59,10 @@ GranularMode = tuple[int, int]
 Oracle = Callable[[WorkloadInfo, FlavorResource, int], tuple[int, int]]
 """Simulates preemption for `value` of one FR: returns (possibility, borrowing height)."""
 
+SlicePin = Callable[[list[str], str, str], "tuple[str | None, int]"]
+"""A scale-up slice's constraint (see `slices`): for (podSet names, flavor, resource), why the
+flavor cannot serve it (or None) and how much the replaced slice already holds of it."""
+
 TopologyPlacer = Callable[
     ["Assignment", WorkloadInfo, bool], "tuple[str, str] | dict[str, TopologyAssignment]"
 ]
@@ -188,6 +192,7 @@ class AssignContext:
     ignore_undeclared: bool = False
     place_topology: TopologyPlacer | None = None
     tas_levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    pin: SlicePin | None = None
 
 
 def assign_flavors(
@@ -362,6 +367,14 @@ def _find_flavor(
         no_fit_reason = ""
         for res in sorted(group_requests):
             value = group_requests[res]
+            if ctx.pin is not None:
+                mismatch, held = ctx.pin([ps.name for ps in pod_sets], flavor_name, res)
+                if mismatch is not None:
+                    reasons.append(mismatch)
+                    no_fit_reason = _severest(no_fit_reason, NO_MATCHING_FLAVOR)
+                    rep = (P_NO_FIT, 0)
+                    continue
+                value -= held
             fr = (flavor_name, res)
             pmode, borrow, why, severity = _fits_quota(ctx, info, fr, assumed.get(fr, 0), value)
             if why is not None:

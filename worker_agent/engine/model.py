@@ -114,8 +114,30 @@ class LabelSelector:
 
 @dataclass(frozen=True, slots=True)
 class AdmissionCheckRule:
+    """One entry of a ClusterQueue's admissionChecksStrategy; no onFlavors = every flavor."""
+
     name: str
     on_flavors: tuple[str, ...] = ()
+
+
+class CheckState(StrEnum):
+    PENDING = "Pending"
+    READY = "Ready"
+    RETRY = "Retry"
+    REJECTED = "Rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckStatus:
+    """One entry of a Workload's status.admissionChecks, as the engine reads it (times in POSIX
+    seconds)."""
+
+    name: str
+    state: CheckState = CheckState.PENDING
+    message: str = ""
+    last_transition: float | None = None
+    requeue_after: int | None = None
+    retry_count: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +298,8 @@ class WorkloadSpec:
     active: bool = True
     admission: Admission | None = None
     admitted_at: float | None = None
-    admission_checks_ready: bool = True
+    admission_checks: tuple[CheckStatus, ...] = ()
+    """status.admissionChecks: each check's state as its controller last wrote it."""
     queue_order_time: float | None = None
     requeue_at: float | None = None
     requeued_false: bool = False
@@ -287,6 +310,12 @@ class WorkloadSpec:
     (its DRA devices cannot be counted, spec §10)."""
     evicted: bool = False
     """Evicted=True while still holding quota (its pods are stopping): preempted first."""
+    pods_ready: bool = True
+    """PodsReady=True: waitForPodsReady's blockAdmission waits while an admitted workload is
+    not (made from a Workload object, it is the condition's value)."""
+    replaces: str | None = None
+    """An elastic job's scale-up slice: the key ("namespace/name") of the admitted slice it
+    replaces (annotation kueue.x-k8s.io/workload-slice-replacement-for)."""
 
     @property
     def key(self) -> str:
@@ -320,6 +349,9 @@ class EngineConfig:
     fair_sharing_strategies: tuple[str, ...] = ()
     admission_fair_sharing: AdmissionFairSharing | None = None
     transformations: tuple[ResourceTransformation, ...] = ()
+    block_admission: bool = False
+    """waitForPodsReady.blockAdmission: nothing new is admitted while an admitted workload is
+    not PodsReady."""
 
 
 @dataclass(frozen=True, slots=True)

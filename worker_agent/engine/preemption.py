@@ -312,7 +312,7 @@ def _targets(
     topology: TopologyCheck | None = None,
 ) -> list[Target]:
     if state.config.fair_sharing:
-        return _fair_targets(state, cq, info, frs, requests)
+        return _fair_targets(state, cq, info, frs, requests, topology)
     return _Search(state, cq, info, frs, requests, topology).targets()
 
 
@@ -376,8 +376,11 @@ def _fair_targets(
     preemptor: WorkloadInfo,
     frs: set[FlavorResource],
     requests: Mapping[FlavorResource, int],
+    topology: TopologyCheck | None = None,
 ) -> list[Target]:
-    """Kueue's fairPreemptions: strategies in order, then fill back."""
+    """Kueue's fairPreemptions: strategies in order, then fill back. As in classical
+    preemption, the preemptor fits only when its TAS podSets can also be placed once the
+    victims' pods are gone, so the victims free a placement, not just quota."""
     candidates = _fair_candidates(state, cq, preemptor, frs)
     if not candidates:
         return []
@@ -390,16 +393,30 @@ def _fair_targets(
     holders = {c.key: state.cluster_queues[c.cluster_queue or ""] for c in candidates}
     removed: list[WorkloadInfo] = []
 
-    def remove(victim: WorkloadInfo) -> None:
+    def take(victim: WorkloadInfo) -> None:
         holders[victim.key].node.remove_usages(victim.usage)
+        if topology is not None:
+            topology.remove(victim)
+
+    def put_back(victim: WorkloadInfo) -> None:
+        holders[victim.key].node.add_usages(victim.usage)
+        if topology is not None:
+            topology.restore(victim)
+
+    def remove(victim: WorkloadInfo) -> None:
+        take(victim)
         removed.append(victim)
 
     node = cq.node
 
+    def fits_now() -> bool:
+        quota = all(value <= max(0, node.available(fr)) for fr, value in requests.items())
+        return quota and (topology is None or topology.fits())
+
     def fits() -> bool:
         node.remove_usages(requests)
         try:
-            return all(value <= max(0, node.available(fr)) for fr, value in requests.items())
+            return fits_now()
         finally:
             node.add_usages(requests)
 
@@ -418,21 +435,20 @@ def _fair_targets(
         node.remove_usages(requests)
     if not ok:
         for victim in removed:
-            holders[victim.key].node.add_usages(victim.usage)
+            put_back(victim)
         return []
-    chosen = [t for t in targets]
-    # fill back (borrowing allowed), then restore everything
-    kept: list[Target] = list(chosen)
+    # Fill back (borrowing allowed), then restore everything.
+    kept: list[Target] = list(targets)
     for i in range(len(kept) - 2, -1, -1):
         victim = kept[i].info
-        holders[victim.key].node.add_usages(victim.usage)
-        if all(value <= max(0, node.available(fr)) for fr, value in requests.items()):
+        put_back(victim)
+        if fits_now():
             kept[i] = kept[-1]
             kept.pop()
         else:
-            holders[victim.key].node.remove_usages(victim.usage)
+            take(victim)
     for target in kept:
-        holders[target.info.key].node.add_usages(target.info.usage)
+        put_back(target.info)
     return kept
 
 

@@ -59,15 +59,33 @@ class PendingQueue:
         self.inadmissible.pop(key, None)
         self._seq += 1
         self.active[key] = (info, self._seq)
-        heapq.heappush(self._heap, (info.order_key, self._seq, key))
+        heap = self._heap
+        if len(heap) > 2 * len(self.active) + 64:
+            self._compact()
+        heapq.heappush(heap, (info.order_key, self._seq, key))
         self.by_shape.setdefault(shape_id, set()).add(key)
+
+    def _compact(self) -> None:
+        """Drop the heap's stale entries (removed, blocked or re-pushed workloads).
+
+        Entries are deleted lazily, and every freeing event pushes each inadmissible workload
+        again, so without this the heap grows by the backlog at every event and each pop
+        wades through its head's old copies. Rebuilding from the live entries keeps the same
+        order (the live entries are the same); amortised O(1) per push."""
+        self._heap[:] = [(info.order_key, seq, key) for key, (info, seq) in self.active.items()]
+        heapq.heapify(self._heap)
 
     def push(self, info: WorkloadInfo, shape_id: int) -> bool:
         """Add a new or updated workload; returns False when it went to the inadmissible set
-        because an equivalent workload recently failed."""
+        because it is backing off or an equivalent workload recently failed."""
         key = info.key
         if key in self.active:
             self.remove(key, shape_id)
+        if info.spec.requeued_false:
+            # Backing off (Requeued=False after an eviction): it waits for the owner to end
+            # the backoff, as Kueue's PushOrUpdate keeps it inadmissible.
+            self.inadmissible[key] = info
+            return False
         if self.best_effort and shape_id in self.blocked_shapes:
             self.inadmissible[key] = info
             return False

@@ -11,8 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from worker_agent.engine.amounts import format_amount
+from worker_agent.engine.checks import (
+    UNSATISFIED_CHECKS_MESSAGE,
+    UNSATISFIED_CHECKS_REASON,
+    is_admitted,
+    reservation_checks,
+)
 from worker_agent.engine.fair_sharing import share
-from worker_agent.engine.model import FlavorResource
+from worker_agent.engine.model import ClusterQueueSpec, FlavorResource
+from worker_agent.engine.slices import WORKLOAD_SLICE_REPLACED
 from worker_agent.engine.state import PENDING_EVALUATION, EngineState
 from worker_agent.engine.tas.assignment import TopologyAssignment
 from worker_agent.engine.workload import WorkloadInfo
@@ -39,8 +46,27 @@ def pending_reason(state: EngineState, info: WorkloadInfo) -> tuple[str, str]:
     return PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE
 
 
+def _cq_spec(state: EngineState, name: str | None) -> ClusterQueueSpec | None:
+    cq = state.cluster_queues.get(name) if name else None
+    return None if cq is None else cq.spec
+
+
 def workload_json(state: EngineState, info: WorkloadInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"admitted": info.admission is not None}
+    """`admitted` is Kueue's Admitted (quota reserved and every admission check Ready);
+    `quotaReserved` says whether it holds quota; `admissionChecks` lists the checks and their
+    states, when there are any."""
+    checks = info.spec.admission_checks
+    cq = None
+    if info.admission is not None:
+        cq = _cq_spec(state, info.admission.cluster_queue)
+        checks = reservation_checks(cq, info)
+    admitted = is_admitted(cq, info)
+    out: dict[str, Any] = {"admitted": admitted, "quotaReserved": info.admission is not None}
+    if checks:
+        out["admissionChecks"] = {
+            c.name: {"state": str(c.state), **({"message": c.message} if c.message else {})}
+            for c in checks
+        }
     if info.admission is not None:
         out["clusterQueue"] = info.admission.cluster_queue
         pod_sets: dict[str, Any] = {}
@@ -61,15 +87,24 @@ def workload_json(state: EngineState, info: WorkloadInfo) -> dict[str, Any]:
         reason, message = pending_reason(state, info)
         out["reason"] = reason
         out["message"] = message
+    elif not admitted:
+        out["reason"] = UNSATISFIED_CHECKS_REASON
+        out["message"] = UNSATISFIED_CHECKS_MESSAGE
     return out
 
 
 def simulation_report(state: EngineState) -> dict[str, Any]:
-    return {
-        "workloads": {
-            key: workload_json(state, state.workloads[key]) for key in sorted(state.workloads)
+    workloads = {key: workload_json(state, info) for key, info in state.workloads.items()}
+    for new_key, old in state.retired.items():
+        # An elastic job's slice replaced by `new_key`: finished, its quota now the new one's.
+        workloads[old.key] = {
+            "admitted": False,
+            "finished": True,
+            "evictions": [],
+            "reason": WORKLOAD_SLICE_REPLACED,
+            "message": f"Replaced to accommodate a new workload slice ({new_key})",
         }
-    }
+    return {"workloads": {key: workloads[key] for key in sorted(workloads)}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,11 +169,12 @@ def cluster_queue_status(state: EngineState, name: str) -> ClusterQueueStatusVie
     admitted: dict[FlavorResource, int] = {}
     admitted_count = 0
     for info in cq.workloads.values():
+        ready = is_admitted(cq.spec, info)
         for fr, value in info.usage.items():
             reserved[fr] = reserved.get(fr, 0) + value
-            if info.spec.admission_checks_ready:
+            if ready:
                 admitted[fr] = admitted.get(fr, 0) + value
-        if info.spec.admission_checks_ready:
+        if ready:
             admitted_count += 1
     return ClusterQueueStatusView(
         active=cq.active,
@@ -169,7 +205,7 @@ def local_queue_status(state: EngineState, namespace: str, name: str) -> LocalQu
         reserving += 1
         for fr, value in info.usage.items():
             reserved[fr] = reserved.get(fr, 0) + value
-        if spec.admission_checks_ready:
+        if is_admitted(_cq_spec(state, info.admission.cluster_queue), info):
             admitted_count += 1
             for fr, value in info.usage.items():
                 admitted[fr] = admitted.get(fr, 0) + value

@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kueue_api.models.checks import (
+    MULTIKUEUE_CONTROLLER_NAME,
+    PROVISIONING_REQUEST_CONTROLLER_NAME,
+)
 from worker_agent.engine.admission_fair_sharing import Ledger
+from worker_agent.engine.amounts import PODS
 from worker_agent.engine.cluster_queue import ClusterQueueRuntime
 from worker_agent.engine.model import (
     Admission,
@@ -77,6 +82,12 @@ class EngineState:
         self.parked: set[str] = set()
         self.nonempty: set[str] = set()
         self.afs: dict[str, Ledger] = {}
+        self.not_ready: set[str] = set()
+        """Workloads holding quota whose pods are not all ready (waitForPodsReady)."""
+        self.retired: dict[str, WorkloadInfo] = {}
+        """Scale-up slices admitted this way -> the slice each replaced, until the replaced
+        one is reported Finished (an admission that cannot be written brings it back)."""
+        self._retired_keys: set[str] = set()
         self._dirty = True
 
     # --- configuration objects -----------------------------------------------------------
@@ -177,18 +188,30 @@ class EngineState:
 
     def upsert_workload(self, spec: WorkloadSpec) -> None:
         """Add a workload or replace its spec (a new admission in the spec is taken as given)."""
+        if spec.key in self._retired_keys:
+            return  # a slice already replaced: its quota went to its replacement
         old = self.workloads.get(spec.key)
         if (
             old is not None
             and old.admission is not None
             and (spec.admission is None or spec.admission == old.admission)
             and spec.reclaimable == old.spec.reclaimable
+            and _counts(spec) == _counts(old.spec)
         ):
             # The same reservation (or a status write still in flight): refresh the spec
             # without releasing and re-charging the quota.
+            if _has_topology(old.admission) and _per_pod(spec) != _per_pod(old.spec):
+                self.tas.snapshots.clear()  # its usage in them was counted per the old pods
             old.refresh_spec(spec)
             self.shape_of[spec.key] = self.shape_ids.setdefault(old.shape, len(self.shape_ids))
+            self._track_ready(old)
             return
+        resized = (
+            old is not None
+            and old.admission is not None
+            and spec.admission is not None
+            and _counts(spec) != _counts(old.spec)
+        )
         if old is not None:
             self._detach(old)
         info = WorkloadInfo(spec)
@@ -205,8 +228,32 @@ class EngineState:
         shape_id = self.shape_ids.setdefault(info.shape, len(self.shape_ids))
         self.shape_of[spec.key] = shape_id
         self._attach(info)
+        if resized:
+            # An elastic job scaled down in place: the quota of the pods it dropped is free.
+            self.requeue_inadmissible(self._root_of(info.cluster_queue))
+
+    def _track_ready(self, info: WorkloadInfo) -> None:
+        """Keep `not_ready` current; when the last admitted workload gets ready, whatever
+        blockAdmission held back may go."""
+        if info.admission is not None and not info.spec.pods_ready:
+            self.not_ready.add(info.key)
+        elif info.key in self.not_ready:
+            self.not_ready.discard(info.key)
+            self._wake_blocked()
+
+    def _wake_blocked(self) -> None:
+        if self.config.block_admission and not self.not_ready:
+            for root in {cq.node.root().name for cq in self.cluster_queues.values()}:
+                self.requeue_inadmissible(root)
 
     def remove_workload(self, key: str) -> None:
+        if key in self._retired_keys:
+            self._retired_keys.discard(key)
+            self.shape_of.pop(key, None)
+            for new_key, old in list(self.retired.items()):
+                if old.key == key:
+                    del self.retired[new_key]
+        self.retired.pop(key, None)
         info = self.workloads.pop(key, None)
         if info is None:
             return
@@ -223,6 +270,7 @@ class EngineState:
                 cq.workloads[info.key] = info
                 cq.node.add_usages(info.usage)
                 cq.admitted_count += 1
+            self._track_ready(info)
             return
         if self._dirty:
             self.parked.add(info.key)
@@ -231,6 +279,9 @@ class EngineState:
 
     def _detach(self, info: WorkloadInfo) -> None:
         self.parked.discard(info.key)
+        if info.key in self.not_ready:
+            self.not_ready.discard(info.key)
+            self._wake_blocked()
         name = info.cluster_queue
         cq = self.cluster_queues.get(name) if name else None
         if cq is None:
@@ -240,11 +291,32 @@ class EngineState:
             cq.node.remove_usages(info.usage)
             cq.admitted_count -= 1
             cq.generation += 1
-            if any(ps.topology_assignment is not None for ps in info.admission.pod_sets):
-                self.tas.snapshots.clear()
+            if _has_topology(info.admission):
+                self._release_topology(info)
         else:
             cq.queue.remove(info.key, self.shape_of.get(info.key, -1))
         info.cluster_queue = None
+
+    def _release_topology(self, info: WorkloadInfo) -> None:
+        """Take a leaving TAS admission's usage out of the cached snapshots, as a cycle puts
+        one in (`topology.record_admission`), instead of rebuilding every snapshot from all
+        nodes and admitted workloads at the next placement. The result is the same: usage is
+        summed per domain. A retired elastic slice's usage is only in a rebuild's account, so
+        with one around the snapshots are rebuilt."""
+        admission = info.admission
+        snapshots = self.tas.snapshots
+        if admission is None or self.retired:
+            snapshots.clear()
+            return
+        specs = {ps.name: ps for ps in info.spec.pod_sets}
+        for psa in admission.pod_sets:
+            ps = specs.get(psa.name)
+            if psa.topology_assignment is None or ps is None:
+                continue
+            per_pod = {res: value for res, value in ps.per_pod.items() if res != PODS}
+            for flavor_name in set(psa.flavors.values()) & set(snapshots):
+                snapshot = snapshots[flavor_name]
+                snapshots[flavor_name] = snapshot.without_usage(psa.topology_assignment, per_pod)
 
     def _enqueue(self, info: WorkloadInfo) -> None:
         """Put a pending workload in its ClusterQueue's heap, or park it with a reason."""
@@ -271,6 +343,7 @@ class EngineState:
         """A workload finished (or was deleted): release its quota and wake its cohort."""
         info = self.workloads.get(key)
         if info is None:
+            self.remove_workload(key)  # a replaced slice: nothing left to release
             return
         root = self._root_of(info.cluster_queue)
         self.remove_workload(key)
@@ -291,7 +364,8 @@ class EngineState:
         self.requeue_inadmissible(root)
 
     def forget_admission(self, key: str) -> None:
-        """The owner could not persist an admission: undo it without waking anyone."""
+        """The owner could not persist an admission: undo it without waking anyone (a slice
+        it replaced holds its quota again)."""
         info = self.workloads.get(key)
         if info is None or info.admission is None:
             return
@@ -300,6 +374,25 @@ class EngineState:
         info.usage = {}
         info.admitted_at = None
         self._enqueue(info)
+        old = self.retired.pop(key, None)
+        if old is not None:
+            self._retired_keys.discard(old.key)
+            self.workloads[old.key] = old
+            self._attach(old)
+
+    def retire_slice(self, old_key: str, new_key: str) -> None:
+        """A scale-up slice was admitted in place of `old_key`, its cycle having charged only
+        the increase: the old slice leaves without releasing its quota, which is now the new
+        slice's."""
+        old = self.workloads.pop(old_key, None)
+        if old is None:
+            return
+        cq = self.cluster_queues.get(old.cluster_queue or "")
+        if cq is not None and cq.workloads.pop(old_key, None) is not None:
+            cq.admitted_count -= 1
+        self.not_ready.discard(old_key)
+        self.retired[new_key] = old
+        self._retired_keys.add(old_key)
 
     def record_admission(
         self,
@@ -319,6 +412,7 @@ class EngineState:
         info.reason = ""
         cq.workloads[info.key] = info
         cq.admitted_count += 1
+        self.not_ready.add(info.key)
 
     def _root_of(self, cq_name: str | None) -> str | None:
         cq = self.cluster_queues.get(cq_name) if cq_name else None
@@ -459,6 +553,7 @@ class EngineState:
                     f"references inactive AdmissionCheck(s): {','.join(inactive_checks)}",
                 )
             )
+        reasons.extend(self._multikueue_check_reasons(cq))
         cq.tas_flavors = {}
         for name in cq.flavor_names:
             flavor = self.flavors.get(name)
@@ -487,6 +582,51 @@ class EngineState:
             cq.active = True
             cq.inactive_reason = "Ready"
             cq.inactive_message = "Can admit new workloads"
+
+    def _multikueue_check_reasons(self, cq: ClusterQueueRuntime) -> list[tuple[str, str]]:
+        """Kueue's limits on MultiKueue checks: one per ClusterQueue, on every flavor, and
+        never with a ProvisioningRequest check."""
+        flavors = set(cq.flavor_names)
+        multikueue: list[str] = []
+        per_flavor: list[str] = []
+        provisioning: list[str] = []
+        for rule in cq.spec.admission_checks:
+            check = self.admission_checks.get(rule.name)
+            if check is None:
+                continue
+            if check.controller_name == PROVISIONING_REQUEST_CONTROLLER_NAME:
+                provisioning.append(rule.name)
+            if check.controller_name == MULTIKUEUE_CONTROLLER_NAME:
+                multikueue.append(rule.name)
+                if rule.on_flavors and set(rule.on_flavors) != flavors:
+                    per_flavor.append(rule.name)
+        multikueue, provisioning = sorted(set(multikueue)), sorted(set(provisioning))
+        reasons: list[tuple[str, str]] = []
+        if len(multikueue) > 1:
+            reasons.append(
+                (
+                    "MultipleMultiKueueAdmissionChecks",
+                    "Cannot use multiple MultiKueue AdmissionChecks on the same ClusterQueue, "
+                    f"found: {','.join(multikueue)}",
+                )
+            )
+        if per_flavor:
+            reasons.append(
+                (
+                    "MultiKueueAdmissionCheckAppliedPerFlavor",
+                    "Cannot specify MultiKueue AdmissionCheck per flavor, "
+                    f"found: {','.join(sorted(per_flavor))}",
+                )
+            )
+        if multikueue and provisioning:
+            reasons.append(
+                (
+                    "MultiKueueWithProvisioningRequest",
+                    "Cannot use both MultiKueue and ProvisioningRequest AdmissionChecks "
+                    f"together, found: {','.join(multikueue)}, {','.join(provisioning)}",
+                )
+            )
+        return reasons
 
     # --- admission fair sharing ---------------------------------------------------------
 
@@ -558,3 +698,17 @@ class EngineState:
     def cq_usage(self, name: str) -> Mapping[FlavorResource, int]:
         cq = self.cluster_queues[name]
         return cq.node.usage
+
+
+def _counts(spec: WorkloadSpec) -> tuple[int, ...]:
+    return tuple(ps.count for ps in spec.pod_sets)
+
+
+def _has_topology(admission: Admission | None) -> bool:
+    return admission is not None and any(
+        ps.topology_assignment is not None for ps in admission.pod_sets
+    )
+
+
+def _per_pod(spec: WorkloadSpec) -> tuple[object, ...]:
+    return tuple(ps.per_pod for ps in spec.pod_sets)

@@ -54,6 +54,19 @@ def usage_from_admission(
     return usage
 
 
+def released_pods(spec: WorkloadSpec, admission: Admission) -> dict[str, int]:
+    """Pods per podSet an admission no longer pays for: reclaimable ones, and those an elastic
+    job scaled down (its podSet count dropped below the admitted count, as Kueue's
+    totalRequestsFromAdmission scales usage to the current count)."""
+    counts = {ps.name: ps.count for ps in spec.pod_sets}
+    released = dict(spec.reclaimable)
+    for psa in admission.pod_sets:
+        below = psa.count - counts.get(psa.name, psa.count)
+        if below > released.get(psa.name, 0):
+            released[psa.name] = below
+    return released
+
+
 def scheduling_hash(spec: WorkloadSpec) -> tuple[object, ...]:
     """Kueue's scheduling equivalence class: workloads with the same shape and priority get
     the same flavor assignment against the same state."""
@@ -101,8 +114,11 @@ class WorkloadInfo:
         self.cluster_queue: str | None = None
         self.admission: Admission | None = spec.admission
         self.admitted_at: float | None = spec.admitted_at
+        admission = spec.admission
         self.usage: dict[FlavorResource, int] = (
-            usage_from_admission(spec.admission, spec.reclaimable) if spec.admission else {}
+            {}
+            if admission is None
+            else usage_from_admission(admission, released_pods(spec, admission))
         )
         self.last_assignment: LastAssignment | None = None
         self.message = ""

@@ -25,6 +25,17 @@ from worker_agent.resources import JOBS
 _STOPPING_ANNOTATION = "kueue.x-k8s.io/stopping"
 
 
+def capped_to(job: JsonObject, count: int) -> JsonObject:
+    """The Job as if it ran at most `count` pods at once: an elastic Job is ready when the pods
+    its admitted slice grants are, not those of a scale-up still waiting for quota."""
+    spec = job.get("spec") or {}
+    parallelism = spec.get("parallelism")
+    current = 1 if parallelism is None else int(parallelism)
+    if current <= count:
+        return job
+    return {**job, "spec": {**spec, "parallelism": count}}
+
+
 class BatchJobIntegration(QueueLabelledJob):
     """The Job kind of batch/v1."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
-from kueue_api.pod_sets import topology_request
+from kueue_api.pod_sets import jobset_pod_sets
 from worker_agent.integrations.base import (
     Finish,
     JsonObject,
@@ -15,17 +15,6 @@ from worker_agent.integrations.base import (
     restore_template,
 )
 from worker_agent.resources import JOBSETS
-
-_JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
-
-
-def _pods_per_replica(job_spec: JsonObject) -> int:
-    parallelism = job_spec.get("parallelism")
-    count = 1 if parallelism is None else int(parallelism)
-    completions = job_spec.get("completions")
-    if completions is not None and int(completions) < count:
-        count = int(completions)
-    return count
 
 
 class JobSetIntegration(QueueLabelledJob):
@@ -38,27 +27,7 @@ class JobSetIntegration(QueueLabelledJob):
         return list((job.get("spec") or {}).get("replicatedJobs") or [])
 
     def pod_sets(self, job: JsonObject) -> list[JsonObject]:
-        pod_sets = []
-        for replicated in self._replicated(job):
-            job_spec = (replicated.get("template") or {}).get("spec") or {}
-            template = copy.deepcopy(job_spec.get("template") or {})
-            metadata = template.get("metadata") or {}
-            template["metadata"] = {
-                k: dict(v) for k, v in metadata.items() if k in ("labels", "annotations") and v
-            }
-            replicas = int(replicated.get("replicas", 1))
-            pod_set: JsonObject = {
-                "name": replicated.get("name", "main"),
-                "count": replicas * _pods_per_replica(job_spec),
-                "template": template,
-            }
-            request = topology_request(
-                template, "batch.kubernetes.io/job-completion-index", _JOB_INDEX_LABEL, replicas
-            )
-            if request is not None:
-                pod_set["topologyRequest"] = request
-            pod_sets.append(pod_set)
-        return pod_sets
+        return jobset_pod_sets(job)
 
     def is_suspended(self, job: JsonObject) -> bool:
         return bool((job.get("spec") or {}).get("suspend"))

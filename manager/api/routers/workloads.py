@@ -20,7 +20,14 @@ from manager.api.views import workload_view
 from manager.db import workloads as queries
 from manager.db.events import append_event, workload_events
 from manager.db.tables import WorkloadRow
-from manager.jobs import PRIORITY_CLASS_LABEL, QUEUE_LABEL, ManifestError, parse_job, workload_name
+from manager.jobs import (
+    PRIORITY_CLASS_LABEL,
+    QUEUE_LABEL,
+    ManifestError,
+    job_kind,
+    parse_job,
+    workload_name,
+)
 from manager.remote.connection import LOCAL_QUEUES, Unreachable
 
 router = APIRouter(prefix="/api/v1/workloads", tags=["workloads"])
@@ -81,7 +88,7 @@ async def _priority(runtime: Runtime, name: str | None) -> int:
 
 @router.post("", status_code=201, response_model=WorkloadOut, response_model_by_alias=True)
 async def submit_workload(request: Request, runtime: Runtime, _: User) -> WorkloadOut:
-    """Submit a batch/v1 Job manifest (JSON or YAML) carrying the queue-name label."""
+    """Submit a batch/v1 Job or JobSet manifest (JSON or YAML) carrying the queue-name label."""
     try:
         job = parse_job(await _read_manifest(request))
     except ManifestError as error:
@@ -100,21 +107,15 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
     row = queries.new_workload_row(
         job,
         uid=uid,
-        workload_name=workload_name(job.kind, job.name, uid),
+        workload_name=workload_name(job.kind, job.name, uid, job_kind(job.kind).group),
         priority=priority,
         source="api",
         now=now,
         message=None if exists else "no worker cluster is connected yet",
     )
     try:
+        # The unique (namespace, name) constraint is the duplicate check: one round trip less.
         async with runtime.sessions.begin() as session:
-            if await queries.get_workload(session, job.namespace, job.name) is not None:
-                raise ApiError(
-                    409,
-                    "AlreadyExists",
-                    f"workload {job.namespace}/{job.name} already exists",
-                    "metadata.name",
-                )
             await queries.add_workload(session, row)
             append_event(
                 session,
@@ -225,5 +226,5 @@ async def workload_logs(namespace: str, name: str, runtime: Runtime, _: User) ->
     conn = runtime.dispatcher.ready_connections().get(row.cluster)
     if conn is None:
         raise ApiError(503, "ClusterUnavailable", f"cluster {row.cluster} is not connected")
-    logs = await conn.pod_logs(namespace, name)
+    logs = await conn.pod_logs(namespace, name, row.kind)
     return "".join(f"==> {pod} <==\n{text}\n" for pod, text in logs)

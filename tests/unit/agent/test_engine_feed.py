@@ -73,7 +73,7 @@ def test_a_written_admission_holds_quota_after_a_rebuild() -> None:
     first = job_workload("a", 6)
     feed.apply(WORKLOADS, Change("default/job-a", None, first))
     [decision] = schedule(feed.state, NOW.timestamp()).admissions
-    admitted = wl.admit(first, admission_json(decision.admission), True, NOW)
+    admitted = wl.admit(first, admission_json(decision.admission), (), NOW)
     # A new agent rebuilds from the cluster: the admitted Workload and a new one.
     rebuilt = quick_start_feed()
     rebuilt.apply(WORKLOADS, Change("default/job-a", None, admitted))
@@ -90,7 +90,7 @@ def test_released_quota_leaves_the_engine_and_finished_workloads_hold_none() -> 
     first = job_workload("a", 6)
     feed.apply(WORKLOADS, Change("default/job-a", None, first))
     [decision] = schedule(feed.state, NOW.timestamp()).admissions
-    admitted = wl.admit(first, admission_json(decision.admission), True, NOW)
+    admitted = wl.admit(first, admission_json(decision.admission), (), NOW)
     feed.apply(WORKLOADS, Change("default/job-a", first, admitted))
     evicted = wl.evict(admitted, "Preempted", "test", NOW, "InClusterQueue")
     released = wl.release_quota(evicted, NOW)
@@ -108,3 +108,38 @@ def test_an_admission_being_written_is_not_dropped_by_an_older_event() -> None:
     stale = {**first, "metadata": {**first["metadata"], "labels": {"x": "y"}}}
     feed.apply(WORKLOADS, Change("default/job-a", first, stale), in_flight={"default/job-a"})
     assert feed.state.workloads["default/job-a"].admission is not None
+
+
+def test_our_admission_coming_back_keeps_its_quota_and_a_preemption_still_holds_it() -> None:
+    feed = quick_start_feed()
+    first = job_workload("a", 6)
+    feed.apply(WORKLOADS, Change("default/job-a", None, first))
+    result = schedule(feed.state, NOW.timestamp())
+    feed.assume(result.admissions)
+    [decision] = result.admissions
+    admitted = wl.admit(first, admission_json(decision.admission), (), NOW)
+    feed.apply(WORKLOADS, Change("default/job-a", first, admitted))
+    assert feed.state.workloads["default/job-a"].admission == decision.admission
+    # The engine preempts it: the cluster still shows it admitted, so its quota stays held.
+    feed.state.evict_workload("default/job-a")
+    feed.hold_until_released("default/job-a")
+    rows = {r["resource"]: r for r in capacity_summary(feed.state)}
+    assert rows["cpu"]["usage"] == "6"
+
+
+def test_a_finished_workload_releases_its_quota_for_the_next() -> None:
+    feed = quick_start_feed()
+    first = job_workload("a", 6)
+    feed.apply(WORKLOADS, Change("default/job-a", None, first))
+    result = schedule(feed.state, NOW.timestamp())
+    feed.assume(result.admissions)
+    [decision] = result.admissions
+    admitted = wl.admit(first, admission_json(decision.admission), (), NOW)
+    feed.apply(WORKLOADS, Change("default/job-a", first, admitted))
+    feed.apply(WORKLOADS, Change("default/job-b", None, job_workload("b", 6)))
+    assert schedule(feed.state, NOW.timestamp()).admissions == ()
+    finished = wl.finish(admitted, True, "", NOW)
+    assert finished is not None
+    feed.apply(WORKLOADS, Change("default/job-a", admitted, finished))
+    assert "default/job-a" not in feed.state.workloads
+    assert [d.key for d in schedule(feed.state, NOW.timestamp()).admissions] == ["default/job-b"]

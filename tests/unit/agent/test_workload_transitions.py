@@ -22,7 +22,7 @@ def workload() -> dict:
 
 
 def test_admission_sets_quota_reserved_and_admitted() -> None:
-    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    admitted = wl.admit(workload(), ADMISSION, (), NOW)
     assert admitted is not None
     assert wl.has_quota_reservation(admitted) and wl.is_admitted(admitted)
     assert (
@@ -32,13 +32,13 @@ def test_admission_sets_quota_reserved_and_admitted() -> None:
 
 
 def test_a_workload_is_never_admitted_twice() -> None:
-    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    admitted = wl.admit(workload(), ADMISSION, (), NOW)
     assert admitted is not None
-    assert wl.admit(admitted, {**ADMISSION, "clusterQueue": "other"}, True, NOW) is None
+    assert wl.admit(admitted, {**ADMISSION, "clusterQueue": "other"}, (), NOW) is None
 
 
 def test_pending_checks_leave_it_reserved_but_not_admitted() -> None:
-    reserved = wl.admit(workload(), ADMISSION, False, NOW)
+    reserved = wl.admit(workload(), ADMISSION, ("prov",), NOW)
     assert reserved is not None
     assert wl.has_quota_reservation(reserved) and not wl.is_admitted(reserved)
 
@@ -51,7 +51,7 @@ def test_pending_message_is_written_once() -> None:
 
 
 def test_eviction_then_release_requeues_the_workload() -> None:
-    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    admitted = wl.admit(workload(), ADMISSION, (), NOW)
     evicted = wl.evict(
         admitted, "Preempted", "Preempted to accommodate ns/x", NOW, "InClusterQueue"
     )
@@ -62,21 +62,21 @@ def test_eviction_then_release_requeues_the_workload() -> None:
     assert released is not None
     assert not wl.has_quota_reservation(released)
     assert find_condition(released, "Requeued")["status"] == "True"
-    readmitted = wl.admit(released, ADMISSION, True, NOW)
+    readmitted = wl.admit(released, ADMISSION, (), NOW)
     assert readmitted is not None
     assert find_condition(readmitted, "Evicted")["status"] == "False"
 
 
 def test_finish_is_final() -> None:
-    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    admitted = wl.admit(workload(), ADMISSION, (), NOW)
     finished = wl.finish(admitted, True, "", NOW)
     assert finished is not None and wl.is_finished(finished)
     assert wl.finish(finished, False, "late", NOW) is None
-    assert wl.admit(finished, ADMISSION, True, NOW) is None
+    assert wl.admit(finished, ADMISSION, (), NOW) is None
 
 
 def test_pod_set_infos_take_flavor_node_labels_and_tolerations() -> None:
-    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    admitted = wl.admit(workload(), ADMISSION, (), NOW)
     flavors = {
         "spot": {
             "metadata": {"name": "spot"},
@@ -91,7 +91,7 @@ def test_pod_set_infos_take_flavor_node_labels_and_tolerations() -> None:
 
 
 def test_pods_ready_goes_started_then_recovering_then_recovered() -> None:
-    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    admitted = wl.admit(workload(), ADMISSION, (), NOW)
     waiting = wl.set_pods_ready(admitted, False, NOW)
     assert find_condition(waiting, "PodsReady")["reason"] == "WaitForStart"
     started = wl.set_pods_ready(waiting, True, NOW)
@@ -106,7 +106,7 @@ def test_pods_ready_goes_started_then_recovering_then_recovered() -> None:
 def test_pods_ready_timeout_evicts_and_backs_off_exponentially() -> None:
     from datetime import timedelta
 
-    admitted = wl.admit(workload(), ADMISSION, True, NOW)
+    admitted = wl.admit(workload(), ADMISSION, (), NOW)
     deadline = wl.pods_ready_deadline(admitted, timedelta(minutes=30))
     assert deadline == NOW + timedelta(minutes=30)
     later = NOW + timedelta(minutes=31)
@@ -120,7 +120,7 @@ def test_pods_ready_timeout_evicts_and_backs_off_exponentially() -> None:
     assert done is not None
     assert find_condition(done, "Requeued")["reason"] == "BackoffFinished"
     # A second timeout waits twice as long.
-    again = wl.admit(wl.release_quota(done, later), ADMISSION, True, later)
+    again = wl.admit(wl.release_quota(done, later), ADMISSION, (), later)
     twice = wl.evict_for_pods_ready_timeout(again, later, 60, 3600)
     assert twice["status"]["requeueState"]["count"] == 2
     assert wl.backoff_remaining(twice, later) == 120

@@ -1,5 +1,5 @@
-"""DRAObjects: what an owner feeds (Configuration, DeviceClasses, templates) becomes the
-inventory, and workloads that may depend on it are remembered to be fed again."""
+"""DRAObjects: what an owner feeds (Configuration, DeviceClasses, templates, ResourceSlices)
+becomes the inventory, and workloads that may depend on it are fed again when it changes."""
 
 from __future__ import annotations
 
@@ -123,15 +123,41 @@ def test_only_workloads_that_may_use_dra_are_fed_again() -> None:
     objects.track("team/b", with_extended)
     objects.track("team/c", plain)
     present = {"team/a", "team/b", "team/c"}
+    objects.apply(CLASS)
     assert [w.metadata.name for w in objects.dependents(present)] == ["a", "b"]
     objects.forget("team/a")
     objects.track("team/b", plain)
+    objects.apply(TEMPLATE)
     assert objects.dependents(present) == []
+
+
+def test_only_a_change_of_what_quota_reads_feeds_workloads_again() -> None:
+    objects = DRAObjects()
+    claim = [{"name": "g", "resourceClaimTemplateName": "t"}]
+    objects.track("team/a", workload("a", {"containers": [{"name": "c"}], "resourceClaims": claim}))
+    assert objects.apply(TEMPLATE)
+    assert len(objects.dependents({"team/a"})) == 1
+    # The same template again (an informer resync) and a ResourceClaim change nothing.
+    assert objects.apply(TEMPLATE.model_copy(deep=True))
+    resource_claim = _obj(
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "pod-0-g", "namespace": "team"},
+            "spec": {"devices": {"requests": []}},
+        }
+    )
+    assert objects.apply(resource_claim)
+    assert objects.dependents({"team/a"}) == []
+    assert objects.delete("ResourceClaimTemplate", "team", "t")
+    assert len(objects.dependents({"team/a"})) == 1
 
 
 def test_a_workload_gone_from_the_engine_is_not_fed_again() -> None:
     objects = DRAObjects()
     claim = [{"name": "g", "resourceClaimTemplateName": "t"}]
     objects.track("team/a", workload("a", {"containers": [{"name": "c"}], "resourceClaims": claim}))
+    objects.apply(CLASS)
     assert objects.dependents(set()) == []
+    objects.apply(TEMPLATE)
     assert objects.dependents({"team/a"}) == []

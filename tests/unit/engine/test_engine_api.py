@@ -165,3 +165,23 @@ def test_reapplying_an_admitted_workload_keeps_its_quota_once() -> None:
     status = cluster_queue_status(state, "cq")
     assert status.reserving_workloads == 1
     assert status.flavors_reservation[0].resources[0].total == 3000
+
+
+def test_a_backlog_requeued_at_every_finish_is_admitted_in_fifo_order() -> None:
+    # Every finish puts the whole blocked backlog back in the heap; the order must not drift
+    # however often that happens.
+    state = _state(cpu=1)
+    for index in range(300):
+        state.upsert_workload(_wl(f"w{index:03d}", 1, created=float(index)))
+    admitted: list[str] = []
+    now = 1000.0
+    for _ in range(300):
+        result = schedule(state, now)
+        while not result.admissions:
+            now += 1
+            result = schedule(state, now)
+        [decision] = result.admissions
+        admitted.append(decision.key)
+        state.finish_workload(decision.key)
+        now += 1
+    assert admitted == [f"team/w{index:03d}" for index in range(300)]

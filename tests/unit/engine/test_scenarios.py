@@ -1,6 +1,11 @@
 """Every scenario file (shared examples and ours) run through `mkq simulate`, checked against
 its Expectation document.
 
+Besides the shared Expectation fields: `reserved` lists workloads holding quota that are not
+admitted (an admission check is not Ready), in the form of `admitted`; entries of either may
+give `admissionChecks` (check name -> state); `messages` maps workloads to the message they
+must show (or a part of it).
+
 Scenarios of areas the engine does not implement yet are expected to fail (strictly), named by
 the issue that brings them.
 """
@@ -120,9 +125,19 @@ def test_scenario(path: Path, tmp_path: Path) -> None:
     assert admitted == set(expected_admitted), {
         key: report[key].get("message") for key in set(expected_admitted) - admitted
     }
-    for key, want in expected_admitted.items():
+    reserved = {k for k, wl in report.items() if wl.get("quotaReserved") and not wl["admitted"]}
+    expected_reserved = expect.get("reserved") or {}
+    assert reserved == set(expected_reserved), {
+        key: report[key].get("message") for key in set(expected_reserved) ^ reserved
+    }
+    for key, message in (expect.get("messages") or {}).items():
+        assert message in (report[key].get("message") or ""), key
+    for key, want in {**expected_admitted, **expected_reserved}.items():
         got = report[key]
         assert got["clusterQueue"] == want["clusterQueue"], key
+        if "admissionChecks" in want:
+            states = {name: c["state"] for name, c in (got.get("admissionChecks") or {}).items()}
+            assert states == want["admissionChecks"], key
         for ps_name, ps_want in (want.get("podSets") or {}).items():
             ps_got = got["podSets"][ps_name]
             label = f"{key} podSet {ps_name}"

@@ -1,0 +1,103 @@
+"""The manager's writes to a worker are idempotent and say what happened, without reading back
+the objects they create (the dispatcher never uses them)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from kubesim import ClusterSpec, run_clusters
+from manager.jobs import job_copy, workload_copy, workload_name
+from manager.remote.connection import JOBS, WORKLOADS, ClusterConnection, ConnectionSettings
+
+CRDS = Path(__file__).resolve().parents[3] / "deploy" / "crds"
+
+
+class _Listener:
+    async def cluster_connected(self, connection: ClusterConnection) -> None:
+        return None
+
+    async def cluster_unhealthy(
+        self, connection: ClusterConnection, state: str, reason: str, message: str
+    ) -> None:
+        return None
+
+    def object_changed(
+        self, connection: ClusterConnection, kind: str, key: tuple[str, str]
+    ) -> None:
+        return None
+
+
+def _job(name: str, namespace: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+        },
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+                    ],
+                }
+            }
+        },
+    }
+
+
+async def _until(check: Any, seconds: float = 20.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_copies_are_created_once_removed_once_and_refusals_raise() -> None:
+    spec = ClusterSpec(name="w1", crds=[CRDS])
+    async with run_clusters([spec]) as (cluster,):
+        connection = ClusterConnection(
+            "w1",
+            cluster.kubeconfig,
+            origin="multikueue",
+            listener=_Listener(),
+            settings=ConnectionSettings(),
+        )
+        connection.start()
+        try:
+            await _until(lambda: connection.ready)
+            manifest = _job("once")
+            name = workload_name("Job", "once", "uid-1")
+            body = workload_copy(
+                manifest, workload_name=name, origin="multikueue", priority_class=None, priority=0
+            )
+            job = job_copy(manifest, workload_name=name, origin="multikueue")
+
+            assert await connection.create_workload(body) is not None
+            assert await connection.create_workload(body) is None  # already there
+            assert await connection.create_job(job) is True
+            assert await connection.create_job(job) is False  # already there
+            await _until(lambda: ("default", "once") in connection.caches[JOBS])
+
+            await connection.delete_job("default", "once")
+            await connection.delete_job("default", "once")  # gone is fine
+            await connection.delete_workload("default", name)
+            await connection.delete_workload("default", name)
+            await _until(lambda: ("default", "once") not in connection.caches[JOBS])
+            await _until(lambda: ("default", name) not in connection.caches[WORKLOADS])
+
+            with pytest.raises(ApiException) as refused:
+                await connection.create_job(
+                    job_copy({**manifest, "spec": {}}, workload_name=name, origin="multikueue")
+                )
+            assert refused.value.status == 422
+        finally:
+            await connection.stop()
