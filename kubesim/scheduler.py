@@ -248,6 +248,15 @@ class Scheduler:
         pod = self.api.store.get(POD_KEY, namespace, name)
         if pod is None or not _gated_without_condition(pod):
             return
+        self._set_not_scheduled(
+            namespace,
+            name,
+            "SchedulingGated",
+            "Scheduling is blocked due to non-empty scheduling gates",
+        )
+
+    def _set_not_scheduled(self, namespace: str, name: str, reason: str, message: str) -> None:
+        """Replace the pod's PodScheduled condition, as kube-scheduler does on every verdict."""
         now = self.api.clock()
 
         def change(obj: Obj) -> bool:
@@ -259,8 +268,8 @@ class Scheduler:
                     "status": "False",
                     "lastProbeTime": None,
                     "lastTransitionTime": now,
-                    "reason": "SchedulingGated",
-                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                    "reason": reason,
+                    "message": message,
                 }
             )
             status["conditions"] = others
@@ -283,24 +292,6 @@ class Scheduler:
             and current.get("status") == "False"
         ):
             return
-        now = self.api.clock()
-
-        def change(obj: Obj) -> bool:
-            status = obj.setdefault("status", {})
-            others = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-            others.append(
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "lastProbeTime": None,
-                    "lastTransitionTime": now,
-                    "reason": "Unschedulable",
-                    "message": message,
-                }
-            )
-            status["conditions"] = others
-            return True
-
         meta = pod["metadata"]
-        self.api.mutate(POD_KEY, meta.get("namespace") or "", meta["name"], change, "status")
+        self._set_not_scheduled(meta.get("namespace") or "", meta["name"], "Unschedulable", message)
         self.recorder.record(pod, "Warning", "FailedScheduling", message, "default-scheduler")

@@ -9,7 +9,6 @@ neither loses an admission nor makes a second one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 import os
@@ -23,6 +22,7 @@ from kueue_api import Configuration
 from worker_agent.admission_checks.base import AdmissionCheckController
 from worker_agent.admission_checks.node_capacity import NodeCapacityCheck
 from worker_agent.admission_checks.runner import AdmissionCheckRunner
+from worker_agent.background import cancel_quietly
 from worker_agent.cache import Change, object_key
 from worker_agent.conditions import find_condition
 from worker_agent.controllers.elastic_ungater import ElasticUngater
@@ -459,9 +459,7 @@ class Agent:
     async def stop(self, release_lease: bool = True) -> None:
         """Stop everything this agent started; release the lease unless simulating a crash."""
         if self._leadership is not None:
-            self._leadership.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._leadership
+            await cancel_quietly(self._leadership)
             self._leadership = None
         if release_lease and self.config.leader_elect:
             await self.elector.release()

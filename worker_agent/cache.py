@@ -58,6 +58,8 @@ class ObjectCache:
         self._indexers: dict[str, IndexFunc] = {}
         self._indexes: dict[str, dict[str, set[str]]] = {}
         self.resource_version = ""
+        self.revision = 0
+        """Counts the changes stored: equal revisions, same objects (for derived caches)."""
 
     def add_index(self, name: str, func: IndexFunc) -> None:
         self._indexers[name] = func
@@ -98,6 +100,7 @@ class ObjectCache:
 
     def _set(self, key: str, obj: JsonObject | None) -> JsonObject | None:
         old = self._objects.get(key)
+        self.revision += 1
         for name, func in self._indexers.items():
             index = self._indexes[name]
             if old is not None:

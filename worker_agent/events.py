@@ -7,7 +7,6 @@ failing API server never delays a reconcile, and a full queue drops the oldest.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections import deque
@@ -15,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from worker_agent.background import BackgroundLoop
 from worker_agent.conditions import rfc3339
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.resources import EVENTS
@@ -58,8 +58,10 @@ def build_event(
     }
 
 
-class EventRecorder:
+class EventRecorder(BackgroundLoop):
     """Queues events and posts them from one owned task."""
+
+    task_name = "event-recorder"
 
     def __init__(
         self, client: KubeClient, clock: Callable[[], datetime], capacity: int = 2000
@@ -68,7 +70,6 @@ class EventRecorder:
         self._clock = clock
         self._pending: deque[JsonObject] = deque(maxlen=capacity)
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.posted = 0
 
     def normal(self, obj: JsonObject, reason: str, message: str) -> None:
@@ -80,16 +81,6 @@ class EventRecorder:
     def _queue(self, obj: JsonObject, event_type: str, reason: str, message: str) -> None:
         self._pending.append(build_event(obj, event_type, reason, message, self._clock()))
         self._wake.set()
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="event-recorder")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     async def _run(self) -> None:
         while True:

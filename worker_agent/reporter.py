@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 
+from worker_agent.background import BackgroundLoop
 from worker_agent.backoff import Backoff
 from worker_agent.conditions import rfc3339
 
@@ -72,8 +73,10 @@ def eviction_item(workload: JsonObject, reason: str, at: datetime) -> JsonObject
     }
 
 
-class Reporter:
+class Reporter(BackgroundLoop):
     """Sends reports to `POST {manager}/api/v1/clusters/{name}/reports` from one owned task."""
+
+    task_name = "manager-reporter"
 
     def __init__(
         self,
@@ -98,7 +101,6 @@ class Reporter:
         self._finishes: deque[JsonObject] = deque(maxlen=max_items)
         self._evictions: deque[JsonObject] = deque(maxlen=max_items)
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._in_flight: JsonObject | None = None
         self._last_sent = 0.0
         self.sent = 0
@@ -136,16 +138,6 @@ class Reporter:
         self._finishes.clear()
         self._evictions.clear()
         return report
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="manager-reporter")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     async def _run(self) -> None:
         headers = {"Authorization": f"Bearer {self._token}"}

@@ -5,19 +5,19 @@ from __future__ import annotations
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.scheduler.floor import compute_floor
+from bench.scheduler.floor import Floor, compute_floor
 from bench.scheduler.generator import load_generator
-from bench.scheduler.metrics import Recorder
+from bench.scheduler.metrics import Recorder, Summary
 from bench.scheduler.published import published_for
-from bench.scheduler.rangespec import load_rangespec, verdict
+from bench.scheduler.rangespec import RangeSpec, load_rangespec, verdict
 from bench.scheduler.report import RunCost, RunResult, write_outputs
 from bench.scheduler.scenario import Scenario, build_scenario
-from bench.scheduler.simulation import ProgressCallback, SchedulerPort, Simulation
+from bench.scheduler.simulation import ProgressCallback, Sample, SchedulerPort, Simulation
 
 
 @dataclass(frozen=True)
@@ -86,19 +86,8 @@ def run_engine(
         real_s=time.perf_counter() - started,
         peak_memory_mib=_peak_memory_mib(),
     )
-    result = RunResult(
-        scenario=scenario,
-        mode="engine",
-        command=request.command,
-        summary=summary,
-        cost=cost,
-        floor=floor,
-        published=published_for(scenario.name, len(scenario.arrivals)),
-        checks=verdict(summary, spec) if spec else None,
-        rangespec_file=spec.file if spec else None,
-        samples=stats.samples,
-    )
-    return write_outputs(result, request.out or default_out(scenario.name))
+    out = request.out or default_out(scenario.name)
+    return _write(request, "engine", scenario, floor, spec, summary, cost, stats.samples, out)
 
 
 def run_cluster_mode(
@@ -129,9 +118,27 @@ def run_cluster_mode(
         peak_memory_mib=stats.agent_peak_memory_mib,
         startup_ms=stats.agent_startup_ms,
     )
+    return _write(
+        request, "cluster", scenario, floor, spec, summary, cost, stats.samples, out, stats.error
+    )
+
+
+def _write(
+    request: RunRequest,
+    mode: str,
+    scenario: Scenario,
+    floor: Floor,
+    spec: RangeSpec | None,
+    summary: Summary,
+    cost: RunCost,
+    samples: Sequence[Sample],
+    out: Path,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """Both modes report alike, so their outputs compare column for column."""
     result = RunResult(
         scenario=scenario,
-        mode="cluster",
+        mode=mode,
         command=request.command,
         summary=summary,
         cost=cost,
@@ -139,7 +146,7 @@ def run_cluster_mode(
         published=published_for(scenario.name, len(scenario.arrivals)),
         checks=verdict(summary, spec) if spec else None,
         rangespec_file=spec.file if spec else None,
-        samples=stats.samples,
-        error=stats.error,
+        samples=samples,
+        error=error,
     )
     return write_outputs(result, out)

@@ -35,6 +35,7 @@ from manager.dispatch.nomination import (
     DispatchMode,
     Nomination,
     WorkloadDemand,
+    candidate_from_report,
     nominate,
 )
 from manager.dispatch.remote_state import (
@@ -114,9 +115,8 @@ def _report_stands(seen: CopyState | None) -> bool:
 class _Capacity:
     at: datetime
     entries: list[dict[str, Any]]
-    # Requests (milli) and count of workloads sent per ClusterQueue since this report.
+    # Requests (milli) sent per ClusterQueue since this report.
     sent: dict[str, dict[str, int]] = field(default_factory=dict)
-    sent_count: dict[str, int] = field(default_factory=dict)
 
 
 class Dispatcher:
@@ -816,26 +816,13 @@ class Dispatcher:
             return Candidate(conn.name)
         if now - report.at > self.settings.capacity_freshness:
             return Candidate(conn.name)
-        free: dict[str, int] = {}
-        backlog = 0
-        for entry in report.entries:
-            if entry.get("clusterQueue") != cluster_queue:
-                continue
-            try:
-                room = (
-                    Quantity.parse(entry.get("nominal", "0")).milli_value()
-                    - Quantity.parse(entry.get("usage", "0")).milli_value()
-                )
-            except QuantityError:
-                continue
-            resource = str(entry.get("resource"))
-            free[resource] = max(free.get(resource, room), room)
-            backlog = max(backlog, int(entry.get("pending") or 0))
-        for resource, sent in report.sent.get(cluster_queue, {}).items():
-            if resource in free:
-                free[resource] -= sent
-        backlog += report.sent_count.get(cluster_queue, 0)
-        return Candidate(conn.name, free=free, backlog=backlog)
+        return candidate_from_report(
+            conn.name,
+            report.entries,
+            cluster_queue,
+            self._requests_milli(row),
+            report.sent.get(cluster_queue, {}),
+        )
 
     def _note_sent(self, conn: ClusterConnection, row: WorkloadRow) -> None:
         report = self._capacity.get(conn.name)
@@ -845,7 +832,6 @@ class Dispatcher:
         sent = report.sent.setdefault(cluster_queue, {})
         for resource, milli in self._requests_milli(row).items():
             sent[resource] = sent.get(resource, 0) + milli
-        report.sent_count[cluster_queue] = report.sent_count.get(cluster_queue, 0) + 1
 
     def _preemption_step(
         self,

@@ -10,6 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Any
+
+from kueue_api.quantity import Quantity, QuantityError
 
 
 class DispatchMode(StrEnum):
@@ -35,7 +38,9 @@ class Candidate:
 
     `free` is the free quota (milli-units per resource) of the ClusterQueue the workload's queue
     points to in that worker, net of what was sent there since its last report; None when the
-    report is missing or stale. `backlog` counts pending workloads there (reported + sent since).
+    report is missing or stale. `backlog` is the demand waiting there (reported pending requests
+    plus what was sent since), in thousandths of the queue's nominal quota, for the most
+    contended of the workload's resources: comparable between workers of any size.
     """
 
     name: str
@@ -59,6 +64,41 @@ class Nomination:
     round_started_at: datetime | None
     # When to look again even if nothing changes (a round ending).
     recheck_at: datetime | None = None
+
+
+def candidate_from_report(
+    name: str,
+    entries: Sequence[Mapping[str, Any]],
+    cluster_queue: str,
+    requests: Mapping[str, int],
+    sent: Mapping[str, int],
+) -> Candidate:
+    """A worker as its capacity report (entries per ClusterQueue, flavor and resource, with
+    `nominal`, `usage` and `pending` quantities) shows it, less what was `sent` since (milli)."""
+    free: dict[str, int] = {}
+    nominal: dict[str, int] = {}
+    waiting: dict[str, int] = {}
+    for entry in entries:
+        if entry.get("clusterQueue") != cluster_queue:
+            continue
+        try:
+            quota = Quantity.parse(entry.get("nominal") or "0").milli_value()
+            used = Quantity.parse(entry.get("usage") or "0").milli_value()
+            pending = Quantity.parse(entry.get("pending") or "0").milli_value()
+        except QuantityError:
+            continue
+        resource = str(entry.get("resource"))
+        # Several flavors: the roomiest one decides.
+        free[resource] = max(free.get(resource, quota - used), quota - used)
+        nominal[resource] = max(nominal.get(resource, 0), quota)
+        waiting[resource] = max(waiting.get(resource, 0), pending)
+    for resource, amount in sent.items():
+        if resource in free:
+            free[resource] -= amount
+            waiting[resource] = waiting.get(resource, 0) + amount
+    considered = [r for r in waiting if r in requests] or list(waiting)
+    backlog = max((waiting[r] * 1000 // max(nominal.get(r, 0), 1) for r in considered), default=0)
+    return Candidate(name, free=free, backlog=backlog)
 
 
 def fits(candidate: Candidate, requests: Mapping[str, int]) -> bool:

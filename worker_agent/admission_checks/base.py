@@ -47,6 +47,15 @@ class ClusterFacts:
             return None
         return self._informers.cache(rt).get(key)
 
+    def revision(self, rt: ResourceType) -> tuple[object, int] | None:
+        """A token for the objects of `rt` as they are now: while it compares equal, they are
+        the same, and what a controller derived from them may be reused (the cache itself is
+        part of it, so a new informer never matches an old token). None: not watched."""
+        if rt not in self._informers:
+            return None
+        cache = self._informers.cache(rt)
+        return cache, cache.revision
+
 
 class AdmissionCheckController(Protocol):
     """One kind of admission check, by the `spec.controllerName` of its AdmissionChecks."""

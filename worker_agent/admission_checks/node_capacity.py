@@ -89,10 +89,6 @@ class Parsed:
         self.pods: _Memo[PodUse] = _Memo()
         self.templates: _Memo[Mapping[str, int]] = _Memo()
 
-    def end_pass(self) -> None:
-        for memo in (self.nodes, self.pods, self.templates):
-            memo.end_pass()
-
 
 def _node_room(obj: JsonObject) -> tuple[str, Mapping[str, str], Mapping[str, int]] | None:
     node = tas_node(api.Node.model_validate(obj))
@@ -226,12 +222,27 @@ def claims(
     through a common owner), so that two reservations are not both told the same node is
     free."""
     parsed = parsed or Parsed()
+    return _claims(check_name, workloads, bound_pods(pods, parsed), flavors, parsed)
+
+
+def bound_pods(pods: Iterable[JsonObject], parsed: Parsed) -> dict[str, int]:
+    """Per owner uid, how many of its pods are bound to a node."""
     bound: dict[str, int] = {}
     for pod in pods:
         use = parsed.pods.get(pod, _pod_use)
         if use.node_name:
             for uid in use.owner_uids:
                 bound[uid] = bound.get(uid, 0) + 1
+    return bound
+
+
+def _claims(
+    check_name: str,
+    workloads: Iterable[JsonObject],
+    bound: Mapping[str, int],
+    flavors: Mapping[str, JsonObject],
+    parsed: Parsed,
+) -> list[PodSetNeed]:
     result: list[PodSetNeed] = []
     for workload in workloads:
         check = states.find_check(workload, check_name)
@@ -251,29 +262,44 @@ def claims(
 
 
 class NodeCapacityCheck:
-    """The `mkq.dev/node-capacity` check controller. Each decision reads every node and pod
-    of the informers, but parses only those that changed since the previous one."""
+    """The `mkq.dev/node-capacity` check controller. The free room per node is recomputed
+    only after a node or pod changed, and then only the changed objects are parsed again;
+    each decision copies it and takes from it the room promised to other reservations."""
 
     controller_name = CONTROLLER_NAME
     watches: tuple[ResourceType, ...] = (NODES, PODS, WORKLOADS)
 
     def __init__(self) -> None:
         self._parsed = Parsed()
+        self._room: tuple[object, dict[str, Any], dict[str, int]] | None = None
+
+    def _free_and_bound(self, facts: ClusterFacts) -> tuple[dict[str, Any], dict[str, int]]:
+        """Free room per node and bound pods per owner, recomputed only after a node or pod
+        changed; the caller gets its own copy of the room to take from."""
+        token = (facts.revision(NODES), facts.revision(PODS))
+        if self._room is None or self._room[0] != token:
+            parsed = self._parsed
+            pods = list(facts.objects(PODS))
+            free = free_capacity(facts.objects(NODES), pods, parsed)
+            self._room = (token, free, bound_pods(pods, parsed))
+            parsed.nodes.end_pass()
+            parsed.pods.end_pass()
+        _, free, bound = self._room
+        return {name: (labels, dict(room)) for name, (labels, room) in free.items()}, bound
 
     def decide(self, workload: JsonObject, check: JsonObject, facts: ClusterFacts) -> CheckDecision:
         flavors = {
             str((f.get("metadata") or {}).get("name")): f for f in facts.objects(RESOURCE_FLAVORS)
         }
         parsed = self._parsed
-        pods = list(facts.objects(PODS))
-        free = free_capacity(facts.objects(NODES), pods, parsed)
+        free, bound = self._free_and_bound(facts)
         name = str((check.get("metadata") or {}).get("name"))
         key = object_key(workload)
         others = (w for w in facts.objects(WORKLOADS) if object_key(w) != key)
-        for promised in claims(name, others, pods, flavors, parsed):
+        for promised in _claims(name, others, bound, flavors, parsed):
             shortfall([promised], free)  # takes the room it would use
         short = shortfall(pod_set_needs(workload, flavors, parsed), free)
-        parsed.end_pass()
+        parsed.templates.end_pass()
         if short is None:
             return CheckDecision(states.READY, READY_MESSAGE)
         return CheckDecision(states.PENDING, short)

@@ -3,14 +3,18 @@ copies go when it returns, a 410 is a relist and not a lost worker."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlparse
 
+from kubesim import RunningCluster
 from manager.dispatch.timing import ManualClock
 from manager.settings import ManagerSettings
-from tests.integration.manager.harness import eventually, serve_manager
+from tests.integration.manager.harness import RunningManager, eventually, serve_manager
 from tests.integration.manager.kube import workers
 from tests.integration.manager.proxy import CuttableProxy
 from tests.integration.manager.test_dispatch_flow import (
@@ -19,6 +23,7 @@ from tests.integration.manager.test_dispatch_flow import (
     submit,
     wait_connected,
 )
+from tests.integration.manager.worker_double import WorkerDouble
 
 
 def through(proxy: CuttableProxy, kubeconfig: dict[str, Any]) -> dict[str, Any]:
@@ -27,73 +32,99 @@ def through(proxy: CuttableProxy, kubeconfig: dict[str, Any]) -> dict[str, Any]:
     return routed
 
 
-async def test_a_lost_worker_gives_its_workloads_away_and_is_cleaned_on_return(
-    settings: ManagerSettings,
-) -> None:
-    clock = ManualClock()
+@dataclass(frozen=True)
+class TwoWorkers:
+    """w1 reached directly; w2 through a proxy the test cuts to make it unreachable."""
+
+    w1: RunningCluster
+    d1: WorkerDouble
+    w2: RunningCluster
+    d2: WorkerDouble
+    proxy: CuttableProxy
+
+
+@contextlib.asynccontextmanager
+async def w2_behind_a_proxy() -> AsyncIterator[TwoWorkers]:
     async with workers("w1", "w2") as pairs:
         (c1, d1), (c2, d2) = pairs
         proxy = CuttableProxy(int(urlparse(c2.url).port or 0))
         await proxy.start()
         try:
-            async with serve_manager(settings, clock) as manager:
-                await manager.register("w1", c1.kubeconfig)
-                await manager.register("w2", through(proxy, c2.kubeconfig))
-                await wait_connected(manager, "w1", "w2")
-                wl = (await submit(manager, "long"))["workloadName"]
-
-                async def everywhere() -> bool:
-                    return wl in await copies(d1) and wl in await copies(d2)
-
-                await eventually(everywhere)
-                await d2.admit("default", wl)
-
-                async def job_in_w2() -> bool:
-                    return "long" in await job_names(d2) and wl not in await copies(d1)
-
-                await eventually(job_in_w2)
-                await proxy.cut()
-
-                async def unreachable() -> dict[str, Any] | None:
-                    body = (await manager.client.get("/api/v1/clusters/w2")).json()
-                    return body if body["state"] == "Unreachable" else None
-
-                await eventually(unreachable)
-                dispatcher = manager.runtime.dispatcher
-                clock.advance(timedelta(minutes=14))
-                assert await dispatcher.check_lost_workers() == []
-                assert (await manager.workload("default", "long"))["cluster"] == "w2"
-                clock.advance(timedelta(minutes=2))
-                assert await dispatcher.check_lost_workers() == ["w2"]
-
-                async def moved() -> bool:
-                    return wl in await copies(d1)
-
-                await eventually(moved)
-                body = await manager.workload("default", "long")
-                assert body["cluster"] is None
-                assert any(a["cluster"] == "w2" and a["state"] == "Lost" for a in body["attempts"])
-                await d1.admit("default", wl)
-
-                async def job_in_w1() -> bool:
-                    return "long" in await job_names(d1)
-
-                await eventually(job_in_w1)
-                # w2 comes back with its stale copy and Job: they go before it takes work again.
-                assert "long" in await job_names(d2)
-                await proxy.restore()
-                await wait_connected(manager, "w2")
-
-                async def stale_gone() -> bool:
-                    return await job_names(d2) == [] and await copies(d2) == []
-
-                await eventually(stale_gone)
-                final = await manager.workload("default", "long")
-                assert final["cluster"] == "w1"
-                cluster = (await manager.client.get("/api/v1/clusters/w2")).json()
-                assert cluster["unreachableSince"] is None and cluster["lost"] is False
+            yield TwoWorkers(c1, d1, c2, d2, proxy)
         finally:
             await proxy.close()
+
+
+async def run_in_w2_then_cut(manager: RunningManager, two: TwoWorkers, job: str) -> tuple[str, str]:
+    """Run `job` in w2, then cut w2 off until the manager marks it Unreachable.
+
+    Returns the workload's name and w2's unreachableSince; w1 held a copy until w2 admitted it.
+    """
+    await manager.register("w1", two.w1.kubeconfig)
+    await manager.register("w2", through(two.proxy, two.w2.kubeconfig))
+    await wait_connected(manager, "w1", "w2")
+    wl = str((await submit(manager, job))["workloadName"])
+
+    async def everywhere() -> bool:
+        return wl in await copies(two.d1) and wl in await copies(two.d2)
+
+    await eventually(everywhere)
+    await two.d2.admit("default", wl)
+
+    async def job_in_w2() -> bool:
+        return job in await job_names(two.d2) and wl not in await copies(two.d1)
+
+    await eventually(job_in_w2)
+    await two.proxy.cut()
+
+    async def unreachable_since() -> str | None:
+        body = (await manager.client.get("/api/v1/clusters/w2")).json()
+        return body["unreachableSince"] if body["state"] == "Unreachable" else None
+
+    return wl, str(await eventually(unreachable_since))
+
+
+async def test_a_lost_worker_gives_its_workloads_away_and_is_cleaned_on_return(
+    settings: ManagerSettings,
+) -> None:
+    clock = ManualClock()
+    async with w2_behind_a_proxy() as two:
+        d1, d2, proxy = two.d1, two.d2, two.proxy
+        async with serve_manager(settings, clock) as manager:
+            wl, _ = await run_in_w2_then_cut(manager, two, "long")
+            dispatcher = manager.runtime.dispatcher
+            clock.advance(timedelta(minutes=14))
+            assert await dispatcher.check_lost_workers() == []
+            assert (await manager.workload("default", "long"))["cluster"] == "w2"
+            clock.advance(timedelta(minutes=2))
+            assert await dispatcher.check_lost_workers() == ["w2"]
+
+            async def moved() -> bool:
+                return wl in await copies(two.d1)
+
+            await eventually(moved)
+            body = await manager.workload("default", "long")
+            assert body["cluster"] is None
+            assert any(a["cluster"] == "w2" and a["state"] == "Lost" for a in body["attempts"])
+            await d1.admit("default", wl)
+
+            async def job_in_w1() -> bool:
+                return "long" in await job_names(d1)
+
+            await eventually(job_in_w1)
+            # w2 comes back with its stale copy and Job: they go before it takes work again.
+            assert "long" in await job_names(d2)
+            await proxy.restore()
+            await wait_connected(manager, "w2")
+
+            async def stale_gone() -> bool:
+                return await job_names(d2) == [] and await copies(d2) == []
+
+            await eventually(stale_gone)
+            final = await manager.workload("default", "long")
+            assert final["cluster"] == "w1"
+            cluster = (await manager.client.get("/api/v1/clusters/w2")).json()
+            assert cluster["unreachableSince"] is None and cluster["lost"] is False
 
 
 async def test_an_expired_watch_is_a_relist_not_a_lost_worker(settings: ManagerSettings) -> None:
@@ -130,46 +161,19 @@ async def test_the_worker_lost_clock_survives_a_manager_restart(
     settings: ManagerSettings,
 ) -> None:
     clock = ManualClock()
-    async with workers("w1", "w2") as pairs:
-        (c1, d1), (c2, d2) = pairs
-        proxy = CuttableProxy(int(urlparse(c2.url).port or 0))
-        await proxy.start()
-        try:
-            async with serve_manager(settings, clock) as manager:
-                await manager.register("w1", c1.kubeconfig)
-                await manager.register("w2", through(proxy, c2.kubeconfig))
-                await wait_connected(manager, "w1", "w2")
-                wl = (await submit(manager, "kept"))["workloadName"]
+    async with w2_behind_a_proxy() as two:
+        async with serve_manager(settings, clock) as manager:
+            wl, since = await run_in_w2_then_cut(manager, two, "kept")
+        clock.advance(timedelta(minutes=10))
+        async with serve_manager(settings, clock) as manager:
+            body = (await manager.client.get("/api/v1/clusters/w2")).json()
+            assert body["unreachableSince"] == since  # not restarted by the new manager
+            dispatcher = manager.runtime.dispatcher
+            assert await dispatcher.check_lost_workers() == []
+            clock.advance(timedelta(minutes=6))
+            assert await dispatcher.check_lost_workers() == ["w2"]
 
-                async def in_w2() -> bool:
-                    return wl in await copies(d2) and wl in await copies(d1)
+            async def moved() -> bool:
+                return wl in await copies(two.d1)
 
-                await eventually(in_w2)
-                await d2.admit("default", wl)
-
-                async def job_in_w2() -> bool:
-                    return "kept" in await job_names(d2)
-
-                await eventually(job_in_w2)
-                await proxy.cut()
-
-                async def unreachable() -> str | None:
-                    body = (await manager.client.get("/api/v1/clusters/w2")).json()
-                    return body["unreachableSince"]
-
-                since = await eventually(unreachable)
-            clock.advance(timedelta(minutes=10))
-            async with serve_manager(settings, clock) as manager:
-                body = (await manager.client.get("/api/v1/clusters/w2")).json()
-                assert body["unreachableSince"] == since  # not restarted by the new manager
-                dispatcher = manager.runtime.dispatcher
-                assert await dispatcher.check_lost_workers() == []
-                clock.advance(timedelta(minutes=6))
-                assert await dispatcher.check_lost_workers() == ["w2"]
-
-                async def moved() -> bool:
-                    return wl in await copies(d1)
-
-                await eventually(moved)
-        finally:
-            await proxy.close()
+            await eventually(moved)

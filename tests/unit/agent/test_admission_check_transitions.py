@@ -232,17 +232,26 @@ def test_room_promised_to_admitted_workloads_stays_taken_until_their_pods_are_bo
 
 
 class _Facts:
-    """What the informers hold, as the check reads it; objects are replaced, never mutated."""
+    """What the informers hold, as the check reads it: objects are replaced, never mutated,
+    and every change moves the revision."""
 
     def __init__(self) -> None:
         self.data: dict[Any, dict[str, Any]] = {NODES: {}, PODS: {}, WORKLOADS: {}}
         self.data[RESOURCE_FLAVORS] = {"big": {"spec": {"nodeLabels": {"pool": "big"}}}}
+        self.changes = 0
+
+    def put(self, rt: Any, key: str, obj: dict[str, Any]) -> None:
+        self.data[rt][key] = obj
+        self.changes += 1
 
     def objects(self, rt: Any) -> Any:
         return self.data.get(rt, {}).values()
 
     def get(self, rt: Any, key: str) -> Any:
         return self.data.get(rt, {}).get(key)
+
+    def revision(self, rt: Any) -> tuple[object, int]:
+        return self, self.changes
 
 
 def test_each_decision_sees_the_nodes_and_pods_as_they_are_now() -> None:
@@ -255,11 +264,12 @@ def test_each_decision_sees_the_nodes_and_pods_as_they_are_now() -> None:
         return check.decide(waiting, ac, facts).state  # type: ignore[arg-type]
 
     assert decide() == "Pending"
-    facts.data[NODES]["a"] = _node("a", {"pool": "big"}, "8")
+    facts.put(NODES, "a", _node("a", {"pool": "big"}, "8"))
     assert decide() == "Ready"
-    facts.data[PODS]["ns/p"] = _pod("a", "4")
+    assert decide() == "Ready"  # nothing changed: the same room, not taken by the last ask
+    facts.put(PODS, "ns/p", _pod("a", "4"))
     assert decide() == "Pending"
-    facts.data[PODS]["ns/p"] = _pod("a", "4", phase="Succeeded")
+    facts.put(PODS, "ns/p", _pod("a", "4", phase="Succeeded"))
     assert decide() == "Ready"
-    facts.data[NODES]["a"] = _node("a", {"pool": "big"}, "8", ready=False)
+    facts.put(NODES, "a", _node("a", {"pool": "big"}, "8", ready=False))
     assert decide() == "Pending"

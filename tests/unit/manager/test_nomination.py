@@ -9,6 +9,7 @@ from manager.dispatch.nomination import (
     DispatchConfig,
     DispatchMode,
     WorkloadDemand,
+    candidate_from_report,
     nominate,
 )
 
@@ -93,3 +94,43 @@ def test_external_uses_the_clusters_another_controller_named() -> None:
     assert nominate(config, WorkloadDemand(), names("a", "b"), T0).clusters == ()
     demand = WorkloadDemand(external=("b",))
     assert nominate(config, demand, names("a", "b"), T0).clusters == ("b",)
+
+
+def _entry(cq: str, resource: str, nominal: str, usage: str, pending: str) -> dict[str, str]:
+    return {
+        "clusterQueue": cq,
+        "flavor": "default",
+        "resource": resource,
+        "nominal": nominal,
+        "usage": usage,
+        "pending": pending,
+    }
+
+
+def test_a_capacity_report_reads_pending_as_a_quantity_of_requests() -> None:
+    """Agents report `pending` as the pending requests ("400m"), not as a count."""
+    entries = [_entry("cq", "cpu", "20", "19600m", "400m"), _entry("other", "cpu", "8", "0", "0")]
+    candidate = candidate_from_report("w1", entries, "cq", {"cpu": 100}, {"cpu": 200})
+    assert candidate.free == {"cpu": 200}  # 400m free, less 200m sent since the report
+    assert candidate.backlog == 30  # (400m + 200m) of a 20-CPU quota, in thousandths
+
+
+def test_best_fit_prefers_the_worker_whose_queue_waits_for_less_of_its_quota() -> None:
+    """Backlogs compare between workers of different sizes: relative to each one's quota."""
+    requests = {"cpu": 1000}
+    big = candidate_from_report(
+        "big", [_entry("cq", "cpu", "100", "100", "10")], "cq", requests, {}
+    )
+    small = candidate_from_report("small", [_entry("cq", "cpu", "4", "4", "2")], "cq", requests, {})
+    assert (big.backlog, small.backlog) == (100, 500)
+    choice = nominate(
+        DispatchConfig(mode=DispatchMode.BEST_FIT), WorkloadDemand(requests), [small, big], T0
+    )
+    assert choice.clusters == ("big",)
+
+
+def test_a_report_with_an_unreadable_quantity_skips_that_entry() -> None:
+    entries = [_entry("cq", "cpu", "lots", "0", "0"), _entry("cq", "memory", "1Gi", "0", "0")]
+    candidate = candidate_from_report("w1", entries, "cq", {}, {})
+    assert candidate.free == {"memory": 1024**3 * 1000}
+    assert candidate.backlog == 0
