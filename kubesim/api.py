@@ -155,6 +155,7 @@ class Api:
         obj: Obj,
         options: WriteOptions,
         only_status: bool = False,
+        stored_status: Any = None,
     ) -> None:
         """Defaults, pruning and validation from the CRD schema. A status write checks only
         the status: the rest is the stored object, already checked when it was written."""
@@ -165,6 +166,8 @@ class Api:
             status_schema = (schema.get("properties") or {}).get("status")
             if status_schema is None or "status" not in obj:
                 return
+            if version == rt.preferred_version:
+                status_schema = _ratchet(status_schema, obj["status"], stored_status)
             schema = {"type": "object", "properties": {"status": status_schema}}
             result = schema_mod.process(schema, {"status": obj["status"]})
         else:
@@ -344,7 +347,9 @@ class Api:
         if subresource == "status":
             obj = self._status_update(obj, current)
             if rt.from_crd:
-                self._custom_resource_checks(rt, version, obj, options, only_status=True)
+                self._custom_resource_checks(
+                    rt, version, obj, options, only_status=True, stored_status=current.get("status")
+                )
         else:
             self._main_update(rt, namespace, name, obj, current)
             if rt.from_crd:
@@ -689,6 +694,24 @@ class Api:
 
     def type_for(self, key: str) -> ResourceType:
         return self._type(key)
+
+
+_CHECKED = {"x-kubernetes-preserve-unknown-fields": True}
+"""A schema that leaves a value as it is: no defaults, no pruning, no errors."""
+
+
+def _ratchet(status_schema: Obj, status: Any, stored: Any) -> Obj:
+    """Kubernetes' validation ratcheting for a status write: a top-level status field equal to
+    the stored one was defaulted, pruned and validated when it was stored, so it is not walked
+    again (for a Workload: its admission, on every condition change). Object-level rules of
+    the status itself still see every field."""
+    properties = status_schema.get("properties")
+    if not properties or not isinstance(status, dict) or not isinstance(stored, dict):
+        return status_schema
+    same = [k for k, v in status.items() if k in properties and k in stored and stored[k] == v]
+    if not same:
+        return status_schema
+    return {**status_schema, "properties": {**properties, **dict.fromkeys(same, _CHECKED)}}
 
 
 def _check_preconditions(rt: ResourceType, name: str, preconditions: Obj, meta: Obj) -> None:

@@ -8,7 +8,7 @@ wording of Kueue's webhooks and CRD rules where they exist.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel
@@ -30,6 +30,7 @@ from kueue_api.models import (
     ProvisioningRequestConfig,
     ResourceFlavor,
     ResourceGroup,
+    ResourceRequirements,
     Taint,
     Toleration,
     Topology,
@@ -500,17 +501,21 @@ def _resource_list(errors: _Errors, resources: Mapping[str, Quantity] | None, pa
         _non_negative(errors, quantity, f"{path}[{name}]")
 
 
-def _pod_spec_resources(errors: _Errors, spec: PodSpec, path: str) -> None:
+def _container_resources(spec: PodSpec, path: str) -> Iterator[tuple[str, ResourceRequirements]]:
+    """Each container's resources with the path an error names, init containers first."""
     for field_name, containers in (
         ("initContainers", spec.init_containers or []),
         ("containers", spec.containers),
     ):
         for index, container in enumerate(containers):
-            if container.resources is None:
-                continue
-            where = f"{path}.{field_name}[{index}].resources"
-            _resource_list(errors, container.resources.requests, f"{where}.requests")
-            _resource_list(errors, container.resources.limits, f"{where}.limits")
+            if container.resources is not None:
+                yield f"{path}.{field_name}[{index}].resources", container.resources
+
+
+def _pod_spec_resources(errors: _Errors, spec: PodSpec, path: str) -> None:
+    for where, resources in _container_resources(spec, path):
+        _resource_list(errors, resources.requests, f"{where}.requests")
+        _resource_list(errors, resources.limits, f"{where}.limits")
     if spec.resources is not None:
         _resource_list(errors, spec.resources.requests, f"{path}.resources.requests")
         _resource_list(errors, spec.resources.limits, f"{path}.resources.limits")
@@ -877,19 +882,11 @@ def _validate_job(errors: _Errors, job: Job) -> None:
 
 
 def _pod_spec_non_negative(errors: _Errors, spec: PodSpec, path: str) -> None:
-    for field_name, containers in (
-        ("initContainers", spec.init_containers or []),
-        ("containers", spec.containers),
-    ):
-        for index, container in enumerate(containers):
-            if container.resources is None:
-                continue
-            for kind in ("requests", "limits"):
-                values: Mapping[str, Quantity] = getattr(container.resources, kind) or {}
-                for name, quantity in values.items():
-                    _non_negative(
-                        errors, quantity, f"{path}.{field_name}[{index}].resources.{kind}[{name}]"
-                    )
+    for where, resources in _container_resources(spec, path):
+        for kind in ("requests", "limits"):
+            values: Mapping[str, Quantity] = getattr(resources, kind) or {}
+            for name, quantity in values.items():
+                _non_negative(errors, quantity, f"{where}.{kind}[{name}]")
 
 
 def _no_rules(errors: _Errors, obj: Any) -> None:

@@ -5,6 +5,8 @@ that arrived meanwhile. The engine state is touched only on one worker thread, o
 time, so the engine always sees a consistent picture and never blocks the event loop. Writes
 run concurrently (bounded) while the next cycle computes; the engine has already assumed its
 admissions, and a write that fails hands the admission back at the start of the next cycle.
+Decisions (admissions, evictions) and reports (pending reasons, queue statuses) are written in
+separate lanes, so quota never waits for a report to be written (see `status_writes`).
 """
 
 from __future__ import annotations

@@ -511,27 +511,20 @@ class ManagerClusterSource:
         """Merge-patch a manager-cluster Job or JobSet (`part` "status": its status)."""
         if kind is JOBSET:
             custom = client.CustomObjectsApi(self._api)
-            merge = "application/merge-patch+json"
-            if part == "status":
-                await custom.patch_namespaced_custom_object_status(
-                    JOBSET_GROUP,
-                    JOBSET_VERSION,
-                    namespace,
-                    JOBSETS,
-                    name,
-                    patch,
-                    _content_type=merge,  # type: ignore[call-arg]
-                )
-            else:
-                await custom.patch_namespaced_custom_object(
-                    JOBSET_GROUP,
-                    JOBSET_VERSION,
-                    namespace,
-                    JOBSETS,
-                    name,
-                    patch,
-                    _content_type=merge,  # type: ignore[call-arg]
-                )
+            patch_jobset = (
+                custom.patch_namespaced_custom_object_status
+                if part == "status"
+                else custom.patch_namespaced_custom_object
+            )
+            await patch_jobset(
+                JOBSET_GROUP,
+                JOBSET_VERSION,
+                namespace,
+                JOBSETS,
+                name,
+                patch,
+                _content_type="application/merge-patch+json",  # type: ignore[call-arg]
+            )
             return
         batch = client.BatchV1Api(self._api)
         if part == "status":

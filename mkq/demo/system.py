@@ -8,7 +8,7 @@ import contextlib
 import secrets
 import socket
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _cluster_specs(run_time_scale: float, kubeconfig_dir: Path) -> list[ClusterSpec]:
+def cluster_specs(
+    names: Iterable[str], kubeconfig_dir: Path, run_time_scale: float = 1.0
+) -> list[ClusterSpec]:
+    """The example clusters by name: their nodes from the examples, all of Kueue's CRDs."""
     crds = sorted(CRDS.glob("*.yaml"))
     return [
         ClusterSpec(
@@ -71,8 +74,19 @@ def _cluster_specs(run_time_scale: float, kubeconfig_dir: Path) -> list[ClusterS
             run_time_scale=run_time_scale,
             kubeconfig_dir=kubeconfig_dir,
         )
-        for name in (MANAGER, *WORKERS)
+        for name in names
     ]
+
+
+async def open_clients(
+    stack: contextlib.AsyncExitStack, clusters: Mapping[str, RunningCluster]
+) -> dict[str, KubeClient]:
+    """One client per cluster, closed when `stack` unwinds."""
+    clients: dict[str, KubeClient] = {}
+    for name, cluster in clusters.items():
+        clients[name] = await KubeClient.from_kubeconfig(str(cluster.kubeconfig_path))
+        stack.push_async_callback(clients[name].close)
+    return clients
 
 
 async def _serve(app: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:
@@ -87,26 +101,29 @@ async def _serve(app: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None
     return server, task
 
 
-async def _register_workers(system: DemoSystem) -> dict[str, str]:
-    """Register each worker through the REST API; returns each agent's token."""
+async def register_workers(
+    api: httpx.AsyncClient, clusters: Mapping[str, RunningCluster], workers: Iterable[str]
+) -> dict[str, str]:
+    """Register each worker through the REST API (`api` based at /api/v1); returns each
+    agent's token."""
     tokens: dict[str, str] = {}
-    async with system.api() as api:
-        for name in WORKERS:
-            kubeconfig = yaml.safe_dump(system.clusters[name].kubeconfig)
-            response = await api.post("/clusters", json={"name": name, "kubeconfig": kubeconfig})
-            response.raise_for_status()
-            tokens[name] = response.json()["token"]
+    for name in workers:
+        kubeconfig = yaml.safe_dump(clusters[name].kubeconfig)
+        response = await api.post("/clusters", json={"name": name, "kubeconfig": kubeconfig})
+        response.raise_for_status()
+        tokens[name] = response.json()["token"]
     return tokens
 
 
-async def _publish_kubeconfigs(system: DemoSystem) -> None:
+async def publish_kubeconfigs(
+    client: KubeClient, clusters: Mapping[str, RunningCluster], workers: Iterable[str]
+) -> None:
     """The MultiKueueClusters of the manager cluster read their kubeconfigs from Secrets."""
-    client = system.clients[MANAGER]
     await create(
         client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
     )
-    for name in WORKERS:
-        text = yaml.safe_dump(system.clusters[name].kubeconfig)
+    for name in workers:
+        text = yaml.safe_dump(clusters[name].kubeconfig)
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
@@ -142,14 +159,10 @@ async def start_system(
     async with contextlib.AsyncExitStack() as stack:
         scratch_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mkq-demo-")))
         database_url = database_url or f"sqlite+aiosqlite:///{scratch_dir / 'manager.db'}"
-        running = await stack.enter_async_context(
-            run_clusters(_cluster_specs(run_time_scale, scratch_dir))
-        )
+        specs = cluster_specs((MANAGER, *WORKERS), scratch_dir, run_time_scale)
+        running = await stack.enter_async_context(run_clusters(specs))
         clusters = {c.name: c for c in running}
-        clients: dict[str, KubeClient] = {}
-        for name, cluster in clusters.items():
-            clients[name] = await KubeClient.from_kubeconfig(str(cluster.kubeconfig_path))
-            stack.push_async_callback(clients[name].close)
+        clients = await open_clients(stack, clusters)
         for name in WORKERS:
             await apply_file(clients[name], EXAMPLES / f"{name}-setup.yaml")
 
@@ -170,8 +183,9 @@ async def start_system(
         system = DemoSystem(
             clusters, clients, f"http://127.0.0.1:{port}", settings.api_token, database_url
         )
-        tokens = await _register_workers(system)
-        await _publish_kubeconfigs(system)
+        async with system.api() as api:
+            tokens = await register_workers(api, clusters, WORKERS)
+        await publish_kubeconfigs(clients[MANAGER], clusters, WORKERS)
         await apply_file(clients[MANAGER], EXAMPLES / "manager-setup.yaml")
         for name in WORKERS:
             config = AgentConfig(

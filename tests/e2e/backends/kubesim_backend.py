@@ -6,7 +6,6 @@ manager settings a test asks for, on the Postgres database the test module owns.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import secrets
 import tempfile
@@ -16,15 +15,23 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-import yaml
 from cryptography.fernet import Fernet
 
-from kubesim import ClusterSpec, RunningCluster, run_clusters
+from kubesim import RunningCluster, run_clusters
 from manager.api.app import create_app
 from manager.runtime import ManagerRuntime
 from manager.settings import ManagerSettings
 from mkq.demo.manifests import EXAMPLES, apply_file, create
-from mkq.demo.system import CRDS, KUEUE_NAMESPACE, _free_port, _serve, _stop_server
+from mkq.demo.system import (
+    KUEUE_NAMESPACE,
+    _free_port,
+    _serve,
+    _stop_server,
+    cluster_specs,
+    open_clients,
+    publish_kubeconfigs,
+    register_workers,
+)
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
 from tests.e2e.backends.setup import manager_setup
 from worker_agent.agent import Agent, AgentConfig
@@ -100,25 +107,10 @@ class KubesimSystem:
 
 async def _register(system: KubesimSystem) -> dict[str, str]:
     """Register each worker through REST, and publish its kubeconfig for MultiKueueCluster."""
-    tokens: dict[str, str] = {}
     async with api_client(system) as api:
-        for name in WORKERS:
-            text = yaml.safe_dump(system.clusters[name].kubeconfig)
-            response = await api.post("/clusters", json={"name": name, "kubeconfig": text})
-            response.raise_for_status()
-            tokens[name] = response.json()["token"]
+        tokens = await register_workers(api, system.clusters, WORKERS)
     client = system.clients[MANAGER_CLUSTER]
-    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
-    await create(client, namespace)
-    for name in WORKERS:
-        text = yaml.safe_dump(system.clusters[name].kubeconfig)
-        secret = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": f"{name}-kubeconfig", "namespace": KUEUE_NAMESPACE},
-            "data": {"kubeconfig": base64.b64encode(text.encode()).decode()},
-        }
-        await create(client, secret)
+    await publish_kubeconfigs(client, system.clusters, WORKERS)
     for obj in manager_setup(WORKERS):
         await create(client, obj)
     return tokens
@@ -134,21 +126,10 @@ class KubesimBackend:
     async def system(self, options: SystemOptions) -> AsyncIterator[KubesimSystem]:
         async with contextlib.AsyncExitStack() as stack:
             scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mkq-e2e-")))
-            specs = [
-                ClusterSpec(
-                    name=name,
-                    nodes=EXAMPLES / "nodes" / f"{name}.yaml",
-                    crds=sorted(CRDS.glob("*.yaml")),
-                    kubeconfig_dir=scratch,
-                )
-                for name in (MANAGER_CLUSTER, *WORKERS)
-            ]
+            specs = cluster_specs((MANAGER_CLUSTER, *WORKERS), scratch)
             running = await stack.enter_async_context(run_clusters(specs))
             clusters = {c.name: c for c in running}
-            clients: dict[str, KubeClient] = {}
-            for name, cluster in clusters.items():
-                clients[name] = await KubeClient.from_kubeconfig(str(cluster.kubeconfig_path))
-                stack.push_async_callback(clients[name].close)
+            clients = await open_clients(stack, clusters)
             for name in WORKERS:
                 await apply_file(clients[name], EXAMPLES / f"{name}-setup.yaml")
             settings = ManagerSettings(

@@ -21,6 +21,7 @@ from worker_agent.resources import JOBS, WORKLOADS, ResourceType
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = sorted(str(p) for p in (ROOT / "deploy" / "crds").glob("*.yaml"))
 EXAMPLES = Path("/work/shared/kueue-examples")
+GETTING_STARTED = EXAMPLES / "getting-started"
 WAIT_SECONDS = 60.0
 
 Obj = dict[str, Any]
@@ -48,6 +49,17 @@ async def apply(client: KubeClient, docs: list[Obj]) -> list[Obj]:
     for doc in docs:
         created.append(await client.create(resource_for(doc), copy.deepcopy(doc)))
     return created
+
+
+def quick_start_setup() -> list[Obj]:
+    """Kueue's quick-start queues: ResourceFlavor, ClusterQueue `cluster-queue`, LocalQueue
+    `user-queue` in `default`."""
+    return load_yaml(GETTING_STARTED / "quick-start-setup.yaml")
+
+
+def quick_start_job() -> Obj:
+    """Kueue's quick-start sample Job (`sample-job` on `user-queue`), a fresh copy to edit."""
+    return load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
 
 
 async def wait_until(

@@ -12,16 +12,14 @@ from typing import Any
 import aiohttp
 
 from tests.integration.agent.conftest import (
-    EXAMPLES,
     apply,
     is_true,
-    load_yaml,
+    quick_start_job,
+    quick_start_setup,
     wait_until,
     workload_of_job,
 )
 from worker_agent.kube_client import KubeClient
-
-GETTING_STARTED = EXAMPLES / "getting-started"
 
 
 def free_port() -> int:
@@ -33,7 +31,7 @@ def free_port() -> int:
 async def test_the_agent_command_admits_and_stops_on_interrupt(
     cluster: Any, client: KubeClient
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     port = free_port()
     process = await asyncio.create_subprocess_exec(
         str(Path(sys.executable).parent / "mkq"),
@@ -61,7 +59,7 @@ async def test_the_agent_command_admits_and_stops_on_interrupt(
                 return False
 
         await wait_until(ready, "/readyz to answer 200")
-        await apply(client, [load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]])
+        await apply(client, [quick_start_job()])
 
         async def admitted() -> bool:
             workload = await workload_of_job(client, "default", "sample-job")

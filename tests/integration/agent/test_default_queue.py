@@ -8,11 +8,11 @@ import asyncio
 from typing import Any
 
 from tests.integration.agent.conftest import (
-    EXAMPLES,
     AgentFactory,
     apply,
     is_true,
-    load_yaml,
+    quick_start_job,
+    quick_start_setup,
     wait_until,
     workload_of_job,
 )
@@ -20,12 +20,11 @@ from tests.integration.agent.test_quick_start import short
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import JOBS
 
-GETTING_STARTED = EXAMPLES / "getting-started"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
 def unlabelled_job(name: str) -> dict[str, Any]:
-    job = short(load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0])
+    job = short(quick_start_job())
     job["metadata"]["name"] = name
     job["metadata"].pop("generateName", None)
     job["metadata"]["labels"].pop(QUEUE_LABEL)
@@ -36,7 +35,7 @@ def unlabelled_job(name: str) -> dict[str, Any]:
 async def test_a_job_without_queue_or_priority_class_gets_the_default_ones(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     await start_agent()
     await apply(client, [unlabelled_job("before-the-queue")])
 

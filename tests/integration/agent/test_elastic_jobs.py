@@ -14,6 +14,7 @@ from tests.integration.agent.conftest import (
     condition,
     is_true,
     load_yaml,
+    quick_start_setup,
 )
 from tests.integration.agent.conftest import wait_until as _wait_until
 from tests.integration.agent.test_quick_start import cpu_usage
@@ -92,7 +93,7 @@ async def scale(client: KubeClient, name: str, pods: int) -> None:
 
 
 async def start_elastic(client: KubeClient, start_agent: AgentFactory, pods: int) -> Obj:
-    await apply(client, load_yaml(EXAMPLES / "getting-started" / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     await start_agent()
     [job] = await apply(client, [elastic_job("elastic", pods)])
 

@@ -8,10 +8,11 @@ from typing import Any
 from kubesim import ClusterSpec, run_clusters
 from tests.integration.agent.conftest import (
     CRDS,
-    EXAMPLES,
     apply,
     is_true,
     load_yaml,
+    quick_start_job,
+    quick_start_setup,
     wait_until,
     workload_of_job,
 )
@@ -35,14 +36,14 @@ async def test_crds_installed_after_start_are_picked_up() -> None:
             for path in CRDS:
                 for crd in load_yaml(Path(path)):
                     await client.request("POST", CRD_PATH, body=crd)
-            setup = load_yaml(EXAMPLES / "getting-started" / "quick-start-setup.yaml")
+            setup = quick_start_setup()
 
             async def setup_applied() -> bool:
                 await apply(client, setup)
                 return True
 
             await wait_until(setup_applied, "the Kueue API to be served")
-            job = load_yaml(EXAMPLES / "getting-started" / "quick-start-job.yaml")[0]
+            job = quick_start_job()
             await apply(client, [job])
 
             async def admitted() -> Any:

@@ -5,18 +5,16 @@ from __future__ import annotations
 import aiohttp
 
 from tests.integration.agent.conftest import (
-    EXAMPLES,
     AgentFactory,
     apply,
     is_true,
-    load_yaml,
+    quick_start_job,
+    quick_start_setup,
     wait_until,
     workload_of_job,
 )
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import LEASES
-
-GETTING_STARTED = EXAMPLES / "getting-started"
 
 
 async def test_only_one_replica_leads_and_a_standby_takes_over(
@@ -51,10 +49,10 @@ async def _ready(agent: object) -> bool:
 async def test_health_readiness_and_kueue_metrics(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     agent = await start_agent(metrics_port=0)
     base = f"http://127.0.0.1:{agent.health_port}"
-    job = load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
+    job = quick_start_job()
     await apply(client, [job])
 
     async def admitted() -> bool:

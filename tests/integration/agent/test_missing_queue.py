@@ -5,27 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.agent.conftest import (
-    EXAMPLES,
     AgentFactory,
     apply,
     condition,
     is_true,
-    load_yaml,
+    quick_start_job,
+    quick_start_setup,
     wait_until,
     workload_of_job,
 )
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import JOBS, WORKLOADS
 
-GETTING_STARTED = EXAMPLES / "getting-started"
-
 
 async def test_a_job_without_its_queue_waits_suspended_with_a_clear_message(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     await start_agent()
-    job = load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
+    job = quick_start_job()
     job["metadata"]["name"] = "lost-job"
     job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "no-such-queue"
     await apply(client, [job])

@@ -5,17 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.agent.conftest import (
-    EXAMPLES,
     AgentFactory,
     apply,
     is_true,
-    load_yaml,
+    quick_start_setup,
     wait_until,
 )
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import PODS, WORKLOADS
-
-GETTING_STARTED = EXAMPLES / "getting-started"
 
 
 def gated_pod(name: str, group: str | None = None, total: int = 1) -> dict[str, Any]:
@@ -46,7 +43,7 @@ def gated_pod(name: str, group: str | None = None, total: int = 1) -> dict[str, 
 async def test_a_gated_pod_is_admitted_released_and_finished(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     await start_agent()
     [pod] = await apply(client, [gated_pod("lone")])
 
@@ -69,7 +66,7 @@ async def test_a_gated_pod_is_admitted_released_and_finished(
 async def test_a_pod_group_waits_for_all_members_then_runs_together(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     agent = await start_agent()
     await apply(client, [gated_pod(f"member-{i}", "trio", 3) for i in range(2)])
 

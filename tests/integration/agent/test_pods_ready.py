@@ -5,29 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.agent.conftest import (
-    EXAMPLES,
     AdmissionLog,
     AgentFactory,
     apply,
     condition,
     is_true,
-    load_yaml,
+    quick_start_job,
+    quick_start_setup,
     wait_until,
     workload_of_job,
 )
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import JOBS
 
-GETTING_STARTED = EXAMPLES / "getting-started"
-
 
 async def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     async with AdmissionLog(client) as log:
         await start_agent(pods_ready_timeout=1.0, requeue_backoff_base=1.0)
-        job = load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
+        job = quick_start_job()
         job["metadata"]["name"] = "stuck"
         # No node has this label: the pods stay Pending, never ready.
         job["spec"]["template"]["spec"]["nodeSelector"] = {"example.com/missing": "true"}
@@ -65,10 +63,10 @@ async def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
 async def test_with_block_admission_a_second_job_waits_until_the_first_is_ready(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     async with AdmissionLog(client) as log:
         await start_agent(pods_ready_timeout=2.0, requeue_backoff_base=1.0, block_admission=True)
-        stuck = load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
+        stuck = quick_start_job()
         stuck["metadata"]["name"] = "stuck"
         stuck["spec"]["template"]["spec"]["nodeSelector"] = {"example.com/missing": "true"}
         await apply(client, [stuck])
@@ -78,7 +76,7 @@ async def test_with_block_admission_a_second_job_waits_until_the_first_is_ready(
             return workload if workload and is_true(workload, "Admitted") else None
 
         first = await wait_until(lambda: admitted("stuck"), "the first Job's admission")
-        second = load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
+        second = quick_start_job()
         second["metadata"]["name"] = "second"
         await apply(client, [second])
 

@@ -5,19 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.agent.conftest import (
-    EXAMPLES,
     AgentFactory,
     apply,
     is_true,
-    load_yaml,
+    quick_start_job,
+    quick_start_setup,
     wait_until,
     workload_of_job,
 )
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES, WORKLOADS
 from worker_agent.workload_names import workload_name_for_owner
-
-GETTING_STARTED = EXAMPLES / "getting-started"
 
 
 def short(job: dict[str, Any], run_for: str = "1s") -> dict[str, Any]:
@@ -40,9 +38,9 @@ def cpu_usage(cq: dict[str, Any]) -> str | None:
 async def test_the_quick_start_job_is_admitted_runs_and_releases_its_quota(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     await start_agent()
-    [job] = await apply(client, [short(load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0])])
+    [job] = await apply(client, [short(quick_start_job())])
     name = job["metadata"]["name"]
 
     workload = await wait_until(

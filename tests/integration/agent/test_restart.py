@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 from tests.integration.agent.conftest import (
-    EXAMPLES,
     AdmissionLog,
     AgentFactory,
     apply,
     is_true,
-    load_yaml,
+    quick_start_job,
+    quick_start_setup,
     wait_until,
 )
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import JOBS, WORKLOADS
 
-GETTING_STARTED = EXAMPLES / "getting-started"
 JOB_COUNT = 6
 
 
 def job(index: int) -> dict:
-    manifest = load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
+    manifest = quick_start_job()
     manifest["metadata"]["name"] = f"job-{index}"
     template = manifest["spec"]["template"]
     template["metadata"] = {"annotations": {"kubesim.mkq.dev/run-for": "1500ms"}}
@@ -29,7 +28,7 @@ def job(index: int) -> dict:
 async def test_a_replacement_agent_finishes_the_work_without_double_admission(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     async with AdmissionLog(client) as log:
         first = await start_agent(identity="agent-1")
         await apply(client, [job(i) for i in range(JOB_COUNT)])

@@ -7,23 +7,21 @@ import asyncio
 from typing import Any
 
 from tests.integration.agent.conftest import (
-    EXAMPLES,
     AgentFactory,
     apply,
     condition,
     is_true,
-    load_yaml,
+    quick_start_job,
+    quick_start_setup,
     wait_until,
     workload_of_job,
 )
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import CLUSTER_QUEUES, EVENTS, JOBS, WORKLOADS
 
-GETTING_STARTED = EXAMPLES / "getting-started"
-
 
 def sample_job(name: str, run_for: str | None = "1s") -> dict[str, Any]:
-    job = load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]
+    job = quick_start_job()
     job["metadata"]["name"] = name
     annotations = {"kubesim.mkq.dev/run-for": run_for} if run_for else {}
     job["spec"]["template"]["metadata"] = {"annotations": annotations}
@@ -49,7 +47,7 @@ def mirrored_workload(name: str) -> dict[str, Any]:
 async def test_a_mirrored_workload_is_admitted_and_its_prebuilt_job_adopts_it(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    setup = load_yaml(GETTING_STARTED / "quick-start-setup.yaml")
+    setup = quick_start_setup()
     setup[0]["spec"] = {"nodeLabels": {"kubernetes.io/hostname": "kubesim-worker-1"}}
     await apply(client, setup)
     await start_agent()
@@ -82,7 +80,7 @@ async def test_a_mirrored_workload_is_admitted_and_its_prebuilt_job_adopts_it(
 async def test_the_managers_multikueue_job_is_left_alone(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     agent = await start_agent()
     job = sample_job("manager-copy")
     job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
@@ -106,7 +104,7 @@ async def _idle(agent: Any) -> bool:
 async def test_deactivating_a_running_workload_stops_its_job_and_frees_the_quota(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     await start_agent()
     await apply(client, [sample_job("long", run_for=None)])
 
@@ -160,7 +158,7 @@ async def test_deactivating_a_running_workload_stops_its_job_and_frees_the_quota
 async def test_a_jobs_priority_class_label_sets_the_workload_priority(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    await apply(client, load_yaml(GETTING_STARTED / "quick-start-setup.yaml"))
+    await apply(client, quick_start_setup())
     await apply(
         client,
         [

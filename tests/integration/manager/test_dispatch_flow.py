@@ -30,6 +30,17 @@ async def wait_connected(manager: RunningManager, *names: str) -> None:
     await eventually(connected)
 
 
+async def admit_and_await_job(double: WorkerDouble, workload: str, job_name: str) -> None:
+    """Admit `workload` in the double's cluster, as its agent would, and wait for the manager
+    to create the Job there."""
+    await double.admit("default", workload)
+
+    async def created() -> bool:
+        return job_name in await job_names(double)
+
+    await eventually(created)
+
+
 async def submit(manager: RunningManager, name: str) -> dict[str, Any]:
     response = await manager.client.post("/api/v1/workloads", json=job(name))
     assert response.status_code == 201, response.text
@@ -257,12 +268,7 @@ async def test_an_eviction_in_the_winner_sends_the_workload_out_again(
     async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
         wl_name = await two_workers_and_a_dispatched_job(manager, pairs, "evictee")
         (_, d1), (_, d2) = pairs
-        await d1.admit("default", wl_name)
-
-        async def job_in_w1() -> bool:
-            return "evictee" in await job_names(d1)
-
-        await eventually(job_in_w1)
+        await admit_and_await_job(d1, wl_name, "evictee")
         await d1.evict("default", wl_name)
 
         async def redispatched() -> dict[str, Any] | None:
@@ -287,12 +293,7 @@ async def test_a_job_deleted_by_ttl_after_it_finished_is_not_run_again(
     async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
         wl_name = await two_workers_and_a_dispatched_job(manager, pairs, "short")
         (_, d1), (_, d2) = pairs
-        await d1.admit("default", wl_name)
-
-        async def job_in_w1() -> bool:
-            return "short" in await job_names(d1)
-
-        await eventually(job_in_w1)
+        await admit_and_await_job(d1, wl_name, "short")
         # The worker finishes the Job and its TTL removes it (and its Workload) at once.
         await d1.complete_job("default", "short")
         await d1.delete_job("default", "short")

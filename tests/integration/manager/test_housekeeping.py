@@ -9,6 +9,7 @@ from manager.settings import ManagerSettings
 from tests.integration.manager.harness import eventually, serve_manager
 from tests.integration.manager.kube import workers
 from tests.integration.manager.test_dispatch_flow import (
+    admit_and_await_job,
     copies,
     job_names,
     submit,
@@ -73,23 +74,13 @@ async def test_removing_a_cluster_sends_its_workloads_elsewhere(
             return wl in await copies(d1) and wl in await copies(d2)
 
         await eventually(everywhere)
-        await d1.admit("default", wl)
-
-        async def job_in_w1() -> bool:
-            return "moving" in await job_names(d1)
-
-        await eventually(job_in_w1)
+        await admit_and_await_job(d1, wl, "moving")
         assert (await manager.client.delete("/api/v1/clusters/w1")).status_code == 204
         assert await copies(d1) == [] and await job_names(d1) == []
         assert (await manager.client.get("/api/v1/clusters/w1")).status_code == 404
         body = await manager.workload("default", "moving")
         assert body["cluster"] is None and body["state"] in ("Evicted", "Dispatched")
-        await d2.admit("default", wl)
-
-        async def job_in_w2() -> bool:
-            return "moving" in await job_names(d2)
-
-        await eventually(job_in_w2)
+        await admit_and_await_job(d2, wl, "moving")
 
 
 async def test_logs_come_from_the_cluster_that_ran_the_job(settings: ManagerSettings) -> None:
@@ -108,12 +99,7 @@ async def test_logs_come_from_the_cluster_that_ran_the_job(settings: ManagerSett
         await eventually(copied)
         not_yet = await manager.client.get("/api/v1/workloads/default/logged/logs")
         assert not_yet.status_code == 409
-        await double.admit("default", wl)
-
-        async def job_there() -> bool:
-            return "logged" in await job_names(double)
-
-        await eventually(job_there)
+        await admit_and_await_job(double, wl, "logged")
         await double.batch.patch_namespaced_job("logged", "default", {"spec": {"suspend": False}})
 
         async def some_logs() -> str | None:

@@ -18,6 +18,7 @@ from tests.integration.manager.harness import RunningManager, eventually, serve_
 from tests.integration.manager.kube import workers
 from tests.integration.manager.proxy import CuttableProxy
 from tests.integration.manager.test_dispatch_flow import (
+    admit_and_await_job,
     copies,
     job_names,
     submit,
@@ -106,12 +107,7 @@ async def test_a_lost_worker_gives_its_workloads_away_and_is_cleaned_on_return(
             body = await manager.workload("default", "long")
             assert body["cluster"] is None
             assert any(a["cluster"] == "w2" and a["state"] == "Lost" for a in body["attempts"])
-            await d1.admit("default", wl)
-
-            async def job_in_w1() -> bool:
-                return "long" in await job_names(d1)
-
-            await eventually(job_in_w1)
+            await admit_and_await_job(d1, wl, "long")
             # w2 comes back with its stale copy and Job: they go before it takes work again.
             assert "long" in await job_names(d2)
             await proxy.restore()
@@ -147,12 +143,7 @@ async def test_an_expired_watch_is_a_relist_not_a_lost_worker(settings: ManagerS
             return second in await copies(double)
 
         await eventually(copied_second)
-        await double.admit("default", second)
-
-        async def job_created() -> bool:
-            return "after" in await job_names(double)
-
-        await eventually(job_created)
+        await admit_and_await_job(double, second, "after")
         body = (await manager.client.get("/api/v1/clusters/w1")).json()
         assert body["state"] == "Connected" and body["unreachableSince"] is None
 

@@ -4,7 +4,6 @@ copy is left behind."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import copy
@@ -17,7 +16,7 @@ from manager.settings import ManagerSettings
 from tests.integration.manager.harness import eventually, serve_manager
 from tests.integration.manager.kube import CRDS, workers
 from tests.integration.manager.test_dispatch_flow import copies, job_names, wait_connected
-from tests.integration.manager.test_with_agents import MKQ, short_job
+from tests.integration.manager.test_with_agents import agent_process, short_job
 from tests.integration.manager.worker_double import GROUP, VERSION, WorkerDouble
 
 
@@ -131,27 +130,6 @@ def manager_job(name: str) -> dict[str, Any]:
     return body
 
 
-@contextlib.asynccontextmanager
-async def plain_agent(cluster: Any) -> Any:
-    process = await asyncio.create_subprocess_exec(
-        MKQ,
-        "agent",
-        "run",
-        "--kubeconfig",
-        str(cluster.kubeconfig_path),
-        "--cluster-name",
-        cluster.name,
-        "--no-leader-elect",
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        yield process
-    finally:
-        process.terminate()
-        await process.wait()
-
-
 async def test_two_hundred_jobs_from_both_sources_each_run_once(
     settings: ManagerSettings,
 ) -> None:
@@ -168,7 +146,7 @@ async def test_two_hundred_jobs_from_both_sources_each_run_once(
             ):
                 await wait_connected(manager, "w1", "w2")
                 for cluster, _ in pairs:
-                    await stack.enter_async_context(plain_agent(cluster))
+                    await stack.enter_async_context(agent_process(cluster))
                 from_cluster = [f"mc-{i}" for i in range(100)]
                 from_rest = [f"rest-{i}" for i in range(100)]
                 for name in from_cluster:

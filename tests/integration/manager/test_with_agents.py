@@ -20,10 +20,18 @@ from tests.integration.manager.test_dispatch_flow import copies, job_names, wait
 MKQ = str(Path(sys.executable).with_name("mkq"))
 
 
-@contextlib.asynccontextmanager
-async def agent(
+def agent(
     cluster: RunningCluster, manager: RunningManager, token: str
+) -> contextlib.AbstractAsyncContextManager[asyncio.subprocess.Process]:
+    """An agent that reports to `manager`."""
+    return agent_process(cluster, "--manager-url", manager.url, "--token", token)
+
+
+@contextlib.asynccontextmanager
+async def agent_process(
+    cluster: RunningCluster, *args: str
 ) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`mkq agent run` on `cluster` as its own process, stopped (killed after 10s) on exit."""
     process = await asyncio.create_subprocess_exec(
         MKQ,
         "agent",
@@ -32,11 +40,8 @@ async def agent(
         str(cluster.kubeconfig_path),
         "--cluster-name",
         cluster.name,
-        "--manager-url",
-        manager.url,
-        "--token",
-        token,
         "--no-leader-elect",
+        *args,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

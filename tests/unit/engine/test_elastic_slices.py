@@ -5,34 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.unit.engine.states import one_queue_state
 from worker_agent.engine import EngineState, run_until_quiescent, schedule, simulation_report
 from worker_agent.engine.model import (
-    ClusterQueueSpec,
-    EngineConfig,
-    FlavorQuotas,
-    FlavorSpec,
-    LabelSelector,
-    LocalQueueSpec,
-    NamespaceSpec,
     PodSetSpec,
     Preemption,
     PreemptionPolicy,
-    ResourceGroup,
-    ResourceQuota,
     WorkloadSpec,
 )
-
-
-def _state(cpu: int = 4, config: EngineConfig | None = None) -> EngineState:
-    state = EngineState(config)
-    state.upsert_namespace(NamespaceSpec("team"))
-    state.upsert_flavor(FlavorSpec("default"))
-    group = ResourceGroup(("cpu",), (FlavorQuotas("default", {"cpu": ResourceQuota(cpu * 1000)}),))
-    state.upsert_cluster_queue(
-        ClusterQueueSpec("cq", resource_groups=(group,), namespace_selector=LabelSelector())
-    )
-    state.upsert_local_queue(LocalQueueSpec("team", "lq", "cq"))
-    return state
 
 
 def _wl(name: str, pods: int, created: float, replaces: str | None = None) -> WorkloadSpec:
@@ -57,7 +37,7 @@ def _running_slice(state: EngineState, pods: int = 2) -> None:
 
 
 def test_admitting_a_scale_up_slice_moves_the_quota_without_counting_both() -> None:
-    state = _state(cpu=4)
+    state = one_queue_state(cpu=4)
     _running_slice(state, pods=3)
     state.upsert_workload(_wl("job-2", 4, created=2, replaces="team/job-1"))
     result = schedule(state, now=20.0)
@@ -70,7 +50,7 @@ def test_admitting_a_scale_up_slice_moves_the_quota_without_counting_both() -> N
 
 
 def test_a_scale_up_that_does_not_fit_waits_and_the_old_slice_keeps_running() -> None:
-    state = _state(cpu=4)
+    state = one_queue_state(cpu=4)
     _running_slice(state, pods=3)
     state.upsert_workload(_wl("job-2", 5, created=2, replaces="team/job-1"))
     result = run_until_quiescent(state, now=20.0)
@@ -84,7 +64,7 @@ def test_a_scale_up_that_does_not_fit_waits_and_the_old_slice_keeps_running() ->
 
 
 def test_a_replaced_slice_stays_out_until_it_is_reported_finished() -> None:
-    state = _state(cpu=4)
+    state = one_queue_state(cpu=4)
     _running_slice(state)
     state.upsert_workload(_wl("job-2", 4, created=2, replaces="team/job-1"))
     run_until_quiescent(state, now=20.0)
@@ -99,7 +79,7 @@ def test_a_replaced_slice_stays_out_until_it_is_reported_finished() -> None:
 
 
 def test_a_slice_admission_that_cannot_be_written_gives_the_quota_back_to_the_old_slice() -> None:
-    state = _state(cpu=4)
+    state = one_queue_state(cpu=4)
     _running_slice(state)
     state.upsert_workload(_wl("job-2", 4, created=2, replaces="team/job-1"))
     run_until_quiescent(state, now=20.0)
@@ -110,7 +90,7 @@ def test_a_slice_admission_that_cannot_be_written_gives_the_quota_back_to_the_ol
 
 
 def test_scaling_down_in_place_releases_quota_for_a_waiting_workload() -> None:
-    state = _state(cpu=4)
+    state = one_queue_state(cpu=4)
     _running_slice(state, pods=4)
     state.upsert_workload(_wl("other", 2, created=2))
     run_until_quiescent(state, now=20.0)
@@ -130,7 +110,7 @@ def test_scaling_down_in_place_releases_quota_for_a_waiting_workload() -> None:
 
 
 def test_a_scale_up_preempts_for_its_increase_but_never_its_own_old_slice() -> None:
-    state = _state(cpu=4)
+    state = one_queue_state(cpu=4)
     preemptive = replace(
         state.cluster_queues["cq"].spec,
         preemption=Preemption(within_cluster_queue=PreemptionPolicy.LOWER_PRIORITY),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tests.unit.engine.states import one_queue_state
 from worker_agent.engine import (
-    EngineState,
     admission_to_api,
     cluster_queue_status,
     cluster_queue_status_to_api,
@@ -15,29 +15,10 @@ from worker_agent.engine import (
     schedule,
 )
 from worker_agent.engine.model import (
-    ClusterQueueSpec,
-    FlavorQuotas,
-    FlavorSpec,
-    LabelSelector,
     LocalQueueSpec,
-    NamespaceSpec,
     PodSetSpec,
-    ResourceGroup,
-    ResourceQuota,
     WorkloadSpec,
 )
-
-
-def _state(cpu: int = 4) -> EngineState:
-    state = EngineState()
-    state.upsert_namespace(NamespaceSpec("team"))
-    state.upsert_flavor(FlavorSpec("default"))
-    group = ResourceGroup(("cpu",), (FlavorQuotas("default", {"cpu": ResourceQuota(cpu * 1000)}),))
-    state.upsert_cluster_queue(
-        ClusterQueueSpec("cq", resource_groups=(group,), namespace_selector=LabelSelector())
-    )
-    state.upsert_local_queue(LocalQueueSpec("team", "lq", "cq"))
-    return state
 
 
 def _wl(name: str, cpu: int, created: float = 0.0) -> WorkloadSpec:
@@ -51,7 +32,7 @@ def _wl(name: str, cpu: int, created: float = 0.0) -> WorkloadSpec:
 
 
 def test_cycle_admits_and_reports_pending() -> None:
-    state = _state()
+    state = one_queue_state()
     state.upsert_workload(_wl("a", 3, created=1))
     result = schedule(state, now=10.0)
     assert [a.key for a in result.admissions] == ["team/a"]
@@ -67,7 +48,7 @@ def test_cycle_admits_and_reports_pending() -> None:
 
 
 def test_finishing_a_workload_readmits_an_inadmissible_one() -> None:
-    state = _state()
+    state = one_queue_state()
     state.upsert_workload(_wl("a", 3, created=1))
     state.upsert_workload(_wl("b", 2, created=2))
     run_until_quiescent(state, now=10.0)
@@ -78,7 +59,7 @@ def test_finishing_a_workload_readmits_an_inadmissible_one() -> None:
 
 
 def test_eviction_returns_the_workload_to_pending() -> None:
-    state = _state()
+    state = one_queue_state()
     state.upsert_workload(_wl("a", 3))
     run_until_quiescent(state, now=1.0)
     state.evict_workload("team/a")
@@ -89,7 +70,7 @@ def test_eviction_returns_the_workload_to_pending() -> None:
 
 
 def test_workload_waits_for_its_local_queue() -> None:
-    state = _state()
+    state = one_queue_state()
     state.remove_local_queue("team", "lq")
     state.upsert_workload(_wl("a", 1))
     assert not run_until_quiescent(state, now=1.0).results[0].admissions
@@ -99,7 +80,7 @@ def test_workload_waits_for_its_local_queue() -> None:
 
 
 def test_cluster_queue_and_local_queue_status() -> None:
-    state = _state(cpu=4)
+    state = one_queue_state(cpu=4)
     state.upsert_workload(_wl("a", 3, created=1))
     state.upsert_workload(_wl("b", 2, created=2))
     run_until_quiescent(state, now=1.0)
@@ -116,7 +97,7 @@ def test_cluster_queue_and_local_queue_status() -> None:
 
 
 def test_missing_flavor_makes_the_cluster_queue_inactive_with_a_reason() -> None:
-    state = _state()
+    state = one_queue_state()
     state.remove_flavor("default")
     status = cluster_queue_status(state, "cq")
     assert not status.active
@@ -127,7 +108,7 @@ def test_missing_flavor_makes_the_cluster_queue_inactive_with_a_reason() -> None
 
 
 def test_written_status_is_kueue_json() -> None:
-    state = _state(cpu=4)
+    state = one_queue_state(cpu=4)
     state.upsert_workload(_wl("a", 3))
     result = schedule(state, now=1_700_000_000.0)
     decision = result.admissions[0]
@@ -156,7 +137,7 @@ def test_written_status_is_kueue_json() -> None:
 
 
 def test_reapplying_an_admitted_workload_keeps_its_quota_once() -> None:
-    state = _state(cpu=4)
+    state = one_queue_state(cpu=4)
     state.upsert_workload(_wl("a", 3))
     decision = schedule(state, now=1.0).admissions[0]
     written = _wl("a", 3)
@@ -170,7 +151,7 @@ def test_reapplying_an_admitted_workload_keeps_its_quota_once() -> None:
 def test_a_backlog_requeued_at_every_finish_is_admitted_in_fifo_order() -> None:
     # Every finish puts the whole blocked backlog back in the heap; the order must not drift
     # however often that happens.
-    state = _state(cpu=1)
+    state = one_queue_state(cpu=1)
     for index in range(300):
         state.upsert_workload(_wl(f"w{index:03d}", 1, created=float(index)))
     admitted: list[str] = []

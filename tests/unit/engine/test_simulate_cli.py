@@ -56,6 +56,22 @@ spec:
 """
 
 
+def _reserved(name: str, cpu: str, cluster_queue: str = "cq") -> str:
+    """A workload already holding quota in `cluster_queue` (QuotaReserved, with its admission)."""
+    return (
+        _workload(name, cpu)
+        + f"""status:
+  admission:
+    clusterQueue: {cluster_queue}
+    podSetAssignments:
+    - {{name: main, flavors: {{cpu: default}}, resourceUsage: {{cpu: "{cpu}"}}, count: 1}}
+  conditions:
+  - {{type: QuotaReserved, status: "True", reason: QuotaReserved, message: ok,
+     lastTransitionTime: "2025-01-01T00:00:00Z"}}
+"""
+    )
+
+
 def _run(tmp_path: Path, text: str, *args: str) -> tuple[int, str, str]:
     path = tmp_path / "input.yaml"
     path.write_text(text)
@@ -107,37 +123,13 @@ def test_unknown_field_names_the_field(tmp_path: Path) -> None:
 
 
 def test_admission_naming_a_missing_cluster_queue_is_an_error(tmp_path: Path) -> None:
-    running = (
-        _workload("r", "1")
-        + """status:
-  admission:
-    clusterQueue: nowhere
-    podSetAssignments:
-    - {name: main, flavors: {cpu: default}, resourceUsage: {cpu: "1"}, count: 1}
-  conditions:
-  - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: ok,
-     lastTransitionTime: "2025-01-01T00:00:00Z"}
-"""
-    )
-    code, _, err = _run(tmp_path, BASE + running)
+    code, _, err = _run(tmp_path, BASE + _reserved("r", "1", cluster_queue="nowhere"))
     assert code == 2
     assert "(Workload/team/r): status.admission.clusterQueue: Not found: 'nowhere'" in err
 
 
 def test_running_workloads_hold_quota(tmp_path: Path) -> None:
-    running = (
-        _workload("r", "2")
-        + """status:
-  admission:
-    clusterQueue: cq
-    podSetAssignments:
-    - {name: main, flavors: {cpu: default}, resourceUsage: {cpu: "2"}, count: 1}
-  conditions:
-  - {type: QuotaReserved, status: "True", reason: QuotaReserved, message: ok,
-     lastTransitionTime: "2025-01-01T00:00:00Z"}
-"""
-    )
-    code, out, _ = _run(tmp_path, BASE + running + _workload("new", "1"))
+    code, out, _ = _run(tmp_path, BASE + _reserved("r", "2") + _workload("new", "1"))
     assert code == 0
     workloads = json.loads(out)["workloads"]
     assert workloads["team/r"]["admitted"] is True

@@ -120,3 +120,65 @@ def test_status_bodies_carry_reason_and_code(api: Api) -> None:
     status = raised.value.status()
     assert status["kind"] == "Status" and status["reason"] == "NotFound" and status["code"] == 404
     assert status["message"] == 'configmaps "missing" not found'
+
+
+THING_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "status": {
+            "type": "object",
+            "properties": {
+                "phase": {"type": "string", "enum": ["Pending", "Running"]},
+                "placement": {
+                    "type": "object",
+                    "properties": {
+                        "node": {"type": "string"},
+                        "zone": {"type": "string", "default": "a"},
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def things(api: Api) -> Any:
+    crd = {
+        "metadata": {"name": "things.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "things", "kind": "Thing"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": THING_SCHEMA},
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+    api.create(api.type_for("apiextensions.k8s.io/customresourcedefinitions"), "", crd)
+    return api.type_for("example.com/things")
+
+
+def test_status_writes_check_what_changed_and_keep_what_did_not(api: Api) -> None:
+    rt = things(api)
+    api.create(rt, "default", {"metadata": {"name": "t"}, "spec": {}})
+    current = api.get(rt, "default", "t")
+    placed = {**current, "status": {"phase": "Pending", "placement": {"node": "n1", "x": 1}}}
+    stored = api.update(rt, "default", "t", placed, subresource="status")
+    # A changed field is defaulted and pruned as ever.
+    assert stored["status"]["placement"] == {"node": "n1", "zone": "a"}
+    # Only the phase changes: the placement is kept as stored.
+    running = {**stored, "status": {**stored["status"], "phase": "Running"}}
+    again = api.update(rt, "default", "t", running, subresource="status")
+    assert again["status"] == {"phase": "Running", "placement": {"node": "n1", "zone": "a"}}
+    # A changed field is still validated.
+    bad = {**again, "status": {**again["status"], "phase": "Lost"}}
+    with pytest.raises(ApiError) as raised:
+        api.update(rt, "default", "t", bad, subresource="status")
+    assert raised.value.code == 422 and "status.phase" in raised.value.message
