@@ -11,8 +11,10 @@ from worker_agent.engine.model import (
     LabelSelector,
     LocalQueueSpec,
     NamespaceSpec,
+    PodSetSpec,
     ResourceGroup,
     ResourceQuota,
+    WorkloadSpec,
 )
 
 
@@ -27,3 +29,17 @@ def one_queue_state(cpu: int = 4, config: EngineConfig | None = None) -> EngineS
     )
     state.upsert_local_queue(LocalQueueSpec("team", "lq", "cq"))
     return state
+
+
+def team_workload(
+    name: str, pods: int, created: float, replaces: str | None = None
+) -> WorkloadSpec:
+    """A workload of `pods` one-cpu pods in `team`'s LocalQueue `lq`."""
+    return WorkloadSpec(
+        namespace="team",
+        name=name,
+        queue_name="lq",
+        pod_sets=(PodSetSpec("main", pods, {"cpu": 1000}),),
+        creation_time=created,
+        replaces=replaces,
+    )

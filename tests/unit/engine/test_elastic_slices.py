@@ -6,24 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.unit.engine.states import one_queue_state
+from tests.unit.engine.states import team_workload as _wl
 from worker_agent.engine import EngineState, run_until_quiescent, schedule, simulation_report
 from worker_agent.engine.model import (
     PodSetSpec,
     Preemption,
     PreemptionPolicy,
-    WorkloadSpec,
 )
-
-
-def _wl(name: str, pods: int, created: float, replaces: str | None = None) -> WorkloadSpec:
-    return WorkloadSpec(
-        namespace="team",
-        name=name,
-        queue_name="lq",
-        pod_sets=(PodSetSpec("main", pods, {"cpu": 1000}),),
-        creation_time=created,
-        replaces=replaces,
-    )
 
 
 def _used(state: EngineState) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.unit.engine.test_elastic_slices import _state, _wl
+from tests.unit.engine.states import one_queue_state as _state
+from tests.unit.engine.states import team_workload as _wl
 from worker_agent.engine import run_until_quiescent, schedule
 from worker_agent.engine.model import EngineConfig
 
