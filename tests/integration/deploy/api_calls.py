@@ -364,7 +364,12 @@ _GENERIC_VERBS: dict[str, str] = {
 }
 
 # The generic plumbing passes a caller's ResourceType through; its callers are scanned instead.
-_PLUMBING = {"worker_agent.kube_client", "worker_agent.writer", "worker_agent.informer"}
+_PLUMBING = {
+    "worker_agent.kube_client",
+    "worker_agent.writer",
+    "worker_agent.informer",
+    "worker_agent.status_writes",
+}
 
 
 @dataclass(frozen=True)
@@ -391,7 +396,11 @@ def generic_api_calls(package: str) -> GenericCalls:
                 continue
             receiver = ast.unparse(node.func.value)
             method = node.func.attr
-            if method not in _GENERIC_VERBS or not receiver.endswith(("client", "writer")):
+            # StatusWrites.want(rt, key, mutate) is a status update the writer makes later.
+            queued_status = method == "want" and receiver.endswith("status_writes")
+            if queued_status:
+                method = "update"
+            elif method not in _GENERIC_VERBS or not receiver.endswith(("client", "writer")):
                 continue
             if not node.args:
                 continue
@@ -406,7 +415,9 @@ def generic_api_calls(package: str) -> GenericCalls:
             types = [v for v in values if isinstance(v, ResourceType)]
             if not types:
                 continue  # some other client (the reports' HTTP session...), not Kubernetes
-            subresources = _subresources(resolver, module, node, method)
+            subresources: set[str | None] = (
+                {"status"} if queued_status else _subresources(resolver, module, node, method)
+            )
             for rt in types:
                 if method == "update":  # ObjectWriter.update: read the object, replace it
                     calls.append(ApiCall(rt.group, rt.plural, "get", where))
