@@ -33,9 +33,15 @@ Public API (stable; the worker agent and `mkq simulate` use only this):
   One deliberate difference: a workload waiting for the victims of its preemptions goes
   first in the next cycle (Kueue's PrioritizePreemptorWorkloads, alpha there), which
   removes one loop: without it a reclaimed workload can be re-admitted ahead of its
-  preemptor and preempted again, forever. Two ClusterQueues that borrow and reclaim each
-  other's quota can still loop, in Kueue as here (`quiescence` explains how);
-  `run_until_quiescent` then raises `NoQuiescence`.
+  preemptor and preempted again, forever. A second one, the loop guard: two ClusterQueues
+  that borrow and reclaim each other's quota can preempt each other forever in Kueue
+  (`quiescence` explains how); the state remembers the (preemptor, victim) pairs preempted
+  since the last outside change (`state.preemptions`: a workload added, removed or with a
+  new spec, a queue, quota or cohort change; not the engine's own admissions and evictions
+  echoed back) and a cycle refuses a preemption that would repeat one, leaving the
+  preemptor pending ("preemption skipped: ... (loop guard)"). Every run, and the agent's
+  cycles, then settle; runs that Kueue settles are unchanged. `run_until_quiescent` keeps
+  `NoQuiescence` only as a last resort after `max_cycles`.
 - Transitions the owner reports: `state.finish_workload(key)` (finished or deleted: quota is
   released and the cohort's inadmissible workloads are retried), `state.evict_workload(key)`
   (back to pending), `state.forget_admission(key)` (an admission could not be written).

@@ -48,6 +48,12 @@ PENDING_PREEMPTION = "PendingPreemption"
 PREEMPTION_FAILED = "PreemptionFailed"
 NO_FIT_REASON = "NoFit"
 PREEMPTION_NO_CANDIDATES = "PreemptionNoCandidates"
+LOOP_GUARD = "LoopGuard"
+"""The engine's own requeue reason: a preemption refused by the loop guard (`quiescence`)."""
+
+LOOP_GUARD_MESSAGE = (
+    "preemption skipped: it would repeat a preemption made since the last change (loop guard)"
+)
 
 BYPASSED = "Bypassed scheduling evaluation because an equivalent workload recently failed"
 
@@ -240,6 +246,7 @@ class _Cycle:
                 )
             )
             target.info.evictions.append(("Preempted", preemptor.key))
+            self.state.preemptions.add((preemptor.key, key))
             self.state.evict_workload(key)
         return evictions
 
@@ -466,6 +473,14 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
         entry.status = "skipped"
         entry.message = "Workload no longer fits after processing another workload"
         entry.reason = WAITING_FOR_QUOTA
+        return None
+    if any((info.key, target.info.key) in state.preemptions for target in entry.targets):
+        # Not Kueue: the loop guard (`quiescence`). It waits, inadmissible under
+        # BestEffortFIFO, for the next freeing event or outside change.
+        entry.status = "skipped"
+        entry.message = LOOP_GUARD_MESSAGE
+        entry.reason = WAITING_FOR_QUOTA
+        entry.requeue = LOOP_GUARD
         return None
     for target in entry.targets:
         cycle.preempted[target.info.key] = target

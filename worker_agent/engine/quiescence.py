@@ -1,11 +1,10 @@
 """Running cycles until nothing changes, with no time passing (what `mkq simulate` does).
 
-Kueue's preemption rules do not always settle, and the engine follows them: when two
-ClusterQueues of a cohort take quota from each other, each borrowing the other's unused
-nominal quota and each reclaiming its own, the preemptions can go round forever. The run then
-raises `NoQuiescence` (`mkq simulate` exits 2) instead of cycling without end. Two shapes,
-both worked out from Kueue's code (pkg/scheduler/preemption) and kept as inputs in
-`tests/unit/engine/data/livelock-*.yaml`:
+Kueue's preemption rules do not always settle: when two ClusterQueues of a cohort take quota
+from each other, each borrowing the other's unused nominal quota and each reclaiming its own,
+the preemptions can go round forever. Nothing in Kueue's scheduler stops them (it keeps no
+memory of past preemptions). Two shapes, both worked out from Kueue's code
+(pkg/scheduler/preemption) and kept as inputs in `tests/unit/engine/data/livelock-*.yaml`:
 
 - Classical: W in ClusterQueue A preempts newer workloads of A (LowerOrNewerEqualPriority)
   and fits by borrowing B's idle nominal quota; within-queue preemption may borrow. A small
@@ -20,14 +19,38 @@ both worked out from Kueue's code (pkg/scheduler/preemption) and kept as inputs 
   borrows again, and P, retried (every cycle under StrictFIFO, or when an eviction requeues
   it), preempts again.
 
-Nothing in Kueue's scheduler stops either: there is no memory of past preemptions.
+The loop guard (a deliberate deviation from Kueue, and the engine's only answer to these
+loops, in `mkq simulate` and in the worker agent alike): `EngineState.preemptions` remembers
+each (preemptor, victim) pair the engine's cycles have preempted since the last outside
+change that could alter a cycle's outcome: a workload added, removed or finished, its spec
+changed (queue, priority, podSets, active, reclaimable pods, an eviction for PodsReady timeout
+or an admission check), or a ClusterQueue, Cohort, LocalQueue, ResourceFlavor, Namespace,
+AdmissionCheck, Topology, Node or Configuration changed. The engine's own admissions and
+evictions coming back as status writes are not outside changes, and a spec that comes back
+equal is not either. A cycle refuses a preemption whose victims include a pair already in that
+memory: the preemptor stays pending ("preemption skipped: it would repeat a preemption made
+since the last change (loop guard)"), waiting, inadmissible under BestEffortFIFO, for the next
+freeing event, and the rest of the cycle goes on. Recording is O(1) per eviction; the check is
+O(1) per victim.
+
+Why every run then settles: between two outside changes each of the finitely many pairs is
+preempted at most once, so there are at most n·(n-1) evictions for n workloads. Without an
+eviction or outside change no quota is released, so admissions only add usage and there are at
+most n of them; what is left are cycles that change nothing durable, which end the run (an
+idle cycle, or a stalled state seen before). `NoQuiescence` stays only as a last resort after
+`max_cycles`.
+
+Why Kueue-faithful runs are unchanged: a pair recurs only when the preemptor lost the quota
+it preempted for (itself preempted, since nothing outside changed) and the victim got it back,
+which is the loop itself. Every scenario in `tests/scenarios` behaves as before; the loops
+above now stop after one round (the workload left pending carries the message).
 
 A third loop is Kueue's only while a tie keeps going one way, and Kueue leaves it: two equal
 heads of different ClusterQueues, each taking the other's borrowed flavor in turn
 (`tests/scenarios/fairsharing-123-tied-heads-two-flavors-settle.yaml`). Kueue orders tied heads at
 random every cycle; the engine does the same with a per-cycle pseudo-random order
-(`fair_sharing.tie_break`), so such runs settle, and `LOOP_ROUNDS` is high enough that they
-are not mistaken for a loop first.
+(`fair_sharing.tie_break`), so such runs settle as in Kueue; were ties to keep going one way,
+the loop guard would end the run.
 """
 
 from __future__ import annotations
@@ -37,15 +60,10 @@ from dataclasses import dataclass
 from worker_agent.engine.cycle import CycleResult, schedule
 from worker_agent.engine.state import EngineState
 
-LOOP_ROUNDS = 10
-"""How many times the same preemptions from the same holders make a loop. Not 2 or 3: tied
-heads go in a new pseudo-random order every cycle (`fair_sharing.tie_break`), as in Kueue, so
-a loop that only lasts while a tie goes one way is left after a few rounds (each round ends
-it with even odds); ten rounds in a row is a loop that does not depend on ties."""
-
 
 class NoQuiescence(RuntimeError):
-    """The run did not settle (a livelock guard); `results` are the cycles run so far."""
+    """The run did not settle within `max_cycles` (a last-resort guard: the loop guard and
+    the stall check end every run before it); `results` are the cycles run so far."""
 
     def __init__(self, message: str, results: tuple[CycleResult, ...] = ()) -> None:
         super().__init__(message)
@@ -65,39 +83,11 @@ def run_until_quiescent(state: EngineState, now: float, max_cycles: int = 100_00
     StrictFIFO head alternating between two flavors, say) without anything durable changing."""
     results: list[CycleResult] = []
     seen: set[tuple[object, ...]] = set()
-    held: dict[tuple[frozenset[tuple[str, str | None]], frozenset[tuple[str, object]]], int] = {}
     for _ in range(max_cycles):
         result = schedule(state, now)
         results.append(result)
         if result.idle:
             return QuiescentRun(cycles=len(results), results=tuple(results))
-        if result.evictions:
-            # The same preemptors evicting the same victims from the same holders again: the
-            # preemptions go round in a loop and will never settle. The holders alone are not
-            # enough: a run that settles can pass through one set of holders several times,
-            # each time evicting a different newcomer on its way to a fixed point.
-            holding = (
-                frozenset((e.key, e.preemptor) for e in result.evictions),
-                frozenset(
-                    (
-                        info.key,
-                        tuple(
-                            (psa.name, tuple(sorted(psa.flavors.items())), psa.count)
-                            for psa in info.admission.pod_sets
-                        ),
-                    )
-                    for info in state.workloads.values()
-                    if info.admission is not None
-                ),
-            )
-            held[holding] = held.get(holding, 0) + 1
-            if held[holding] >= LOOP_ROUNDS:
-                victims = sorted({e.key for r in results[-20:] for e in r.evictions})
-                raise NoQuiescence(
-                    "preemptions go round in a loop and never settle; workloads preempted "
-                    f"again and again: {', '.join(victims)}",
-                    tuple(results),
-                )
         if result.stall is None:
             seen.clear()
         elif result.stall in seen:

@@ -88,29 +88,61 @@ class EngineState:
         """Scale-up slices admitted this way -> the slice each replaced, until the replaced
         one is reported Finished (an admission that cannot be written brings it back)."""
         self._retired_keys: set[str] = set()
+        self.preemptions: set[tuple[str, str]] = set()
+        """(preemptor, victim) keys of the engine's preemptions since the last outside change
+        that could alter the outcome: the loop guard (`quiescence`) refuses one that recurs."""
         self._dirty = True
+        self._requeue_all = False
 
     # --- configuration objects -----------------------------------------------------------
 
+    def _outside_change(self) -> None:
+        """Something other than the engine's own decisions changed what a cycle decides: the
+        preemptions made so far may be made again (the loop guard starts afresh)."""
+        self.preemptions.clear()
+
+    def _changed(self, old: object, new: object) -> None:
+        # Status writes echo unchanged specs back; only a real difference is an outside change.
+        if self.preemptions and old != new:
+            self.preemptions.clear()
+
+    def _setup_changed(self, old: object, new: object) -> None:
+        """A setup object (queue, cohort, flavor, check, topology, node, namespace, the
+        configuration) was written; when it really differs, every inadmissible workload gets
+        another look, as Kueue requeues them when a ClusterQueue, Cohort or flavor changes (a
+        raised quota must admit what waits for it)."""
+        if old != new:
+            self._requeue_all = True
+        self._changed(old, new)
+
+    def _setup_removed(self) -> None:
+        self._requeue_all = True
+        self._outside_change()
+
     def set_config(self, config: EngineConfig) -> None:
+        self._setup_changed(self.config, config)
         self.config = config
         self._dirty = True
 
     def upsert_topology(self, topology: TopologyView) -> None:
+        self._setup_changed(self.tas.topologies.get(topology.name), topology)
         self.tas.topologies[topology.name] = topology
         self.tas.snapshots.clear()
         self._dirty = True
 
     def remove_topology(self, name: str) -> None:
+        self._setup_removed()
         self.tas.topologies.pop(name, None)
         self.tas.snapshots.clear()
         self._dirty = True
 
     def upsert_node(self, node: TASNode) -> None:
+        self._setup_changed(self.tas.nodes.get(node.name), node)
         self.tas.nodes[node.name] = node
         self.tas.snapshots.clear()
 
     def remove_node(self, name: str) -> None:
+        self._setup_removed()
         self.tas.nodes.pop(name, None)
         self.tas.snapshots.clear()
 
@@ -124,39 +156,48 @@ class EngineState:
         self.tas.snapshots.clear()
 
     def upsert_flavor(self, spec: FlavorSpec) -> None:
+        self._setup_changed(self.flavors.get(spec.name), spec)
         self.flavors[spec.name] = spec
         self.tas.snapshots.clear()
         self._dirty = True
 
     def remove_flavor(self, name: str) -> None:
+        self._setup_removed()
         self.flavors.pop(name, None)
         self.tas.snapshots.clear()
         self._dirty = True
 
     def upsert_admission_check(self, spec: AdmissionCheckSpec) -> None:
+        self._setup_changed(self.admission_checks.get(spec.name), spec)
         self.admission_checks[spec.name] = spec
         self._dirty = True
 
     def remove_admission_check(self, name: str) -> None:
+        self._setup_removed()
         self.admission_checks.pop(name, None)
         self._dirty = True
 
     def upsert_namespace(self, spec: NamespaceSpec) -> None:
+        self._setup_changed(self.namespaces.get(spec.name), spec)
         self.namespaces[spec.name] = spec
 
     def remove_namespace(self, name: str) -> None:
+        self._setup_removed()
         self.namespaces.pop(name, None)
 
     def upsert_cohort(self, spec: CohortSpec) -> None:
+        self._setup_changed(self.cohort_specs.get(spec.name), spec)
         self.cohort_specs[spec.name] = spec
         self._dirty = True
 
     def remove_cohort(self, name: str) -> None:
+        self._setup_removed()
         self.cohort_specs.pop(name, None)
         self._dirty = True
 
     def upsert_cluster_queue(self, spec: ClusterQueueSpec) -> None:
         cq = self.cluster_queues.get(spec.name)
+        self._setup_changed(None if cq is None else cq.spec, spec)
         if cq is None:
             self.cluster_queues[spec.name] = ClusterQueueRuntime(spec)
         else:
@@ -164,6 +205,7 @@ class EngineState:
         self._dirty = True
 
     def remove_cluster_queue(self, name: str) -> None:
+        self._setup_removed()
         cq = self.cluster_queues.pop(name, None)
         if cq is None:
             return
@@ -176,10 +218,14 @@ class EngineState:
     def upsert_local_queue(self, spec: LocalQueueSpec) -> None:
         if spec.key not in self.afs:
             self.afs[spec.key] = Ledger(dict(spec.consumed), {}, spec.consumed_at)
+        self._setup_changed(
+            _local_queue_inputs(self.local_queues.get(spec.key)), _local_queue_inputs(spec)
+        )
         self.local_queues[spec.key] = spec
         self._dirty = True
 
     def remove_local_queue(self, namespace: str, name: str) -> None:
+        self._setup_removed()
         self.local_queues.pop(f"{namespace}/{name}", None)
         self.afs.pop(f"{namespace}/{name}", None)
         self._dirty = True
@@ -191,6 +237,12 @@ class EngineState:
         if spec.key in self._retired_keys:
             return  # a slice already replaced: its quota went to its replacement
         old = self.workloads.get(spec.key)
+        if self.preemptions and (
+            old is None or _workload_inputs(old.spec) != _workload_inputs(spec)
+        ):
+            # A new workload or a new spec; not the engine's own admissions and evictions
+            # coming back with the conditions written for them.
+            self.preemptions.clear()
         if (
             old is not None
             and old.admission is not None
@@ -257,6 +309,7 @@ class EngineState:
         info = self.workloads.pop(key, None)
         if info is None:
             return
+        self._outside_change()
         self._detach(info)
         self.shape_of.pop(key, None)
 
@@ -436,9 +489,19 @@ class EngineState:
     # --- structure -----------------------------------------------------------------------
 
     def ensure_structure(self) -> None:
-        """Rebuild the quota tree and ClusterQueue statuses after configuration changes."""
-        if not self._dirty:
-            return
+        """Rebuild the quota tree and ClusterQueue statuses after configuration changes, and
+        give inadmissible workloads another look after a real setup change."""
+        if self._dirty:
+            self._rebuild_structure()
+        if self._requeue_all:
+            self._requeue_all = False
+            for cq in self.cluster_queues.values():
+                if cq.queue.inadmissible:
+                    cq.queue.requeue_inadmissible(self.shape_of, float("inf"))
+                    if cq.queue.active:
+                        self.nonempty.add(cq.name)
+
+    def _rebuild_structure(self) -> None:
         self._dirty = False
         self.cohorts = {}
         for spec in self.cohort_specs.values():
@@ -698,6 +761,31 @@ class EngineState:
     def cq_usage(self, name: str) -> Mapping[FlavorResource, int]:
         cq = self.cluster_queues[name]
         return cq.node.usage
+
+
+def _workload_inputs(spec: WorkloadSpec) -> tuple[object, ...]:
+    """What of a Workload can change a cycle's decisions, leaving out what the engine's own
+    admissions and evictions write (admission, Evicted, QuotaReserved, check states). An
+    eviction for PodsReady timeout or an admission check changes `queue_order_time` or
+    `requeue_at`, and counts as an outside change."""
+    return (
+        spec.queue_name,
+        spec.priority,
+        spec.pod_sets,
+        spec.active,
+        spec.held,
+        spec.replaces,
+        spec.queue_order_time,
+        spec.requeue_at,
+        spec.reclaimable,
+    )
+
+
+def _local_queue_inputs(spec: LocalQueueSpec | None) -> tuple[object, ...] | None:
+    """A LocalQueue without its consumed usage, which the owner writes back from the engine."""
+    if spec is None:
+        return None
+    return (spec.cluster_queue, spec.stop_policy, spec.fair_weight)
 
 
 def _counts(spec: WorkloadSpec) -> tuple[int, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tests.unit.engine.states import one_queue_state
+from tests.unit.engine.states import one_queue_state, team_workload
 from worker_agent.engine import (
     admission_to_api,
     cluster_queue_status,
@@ -15,8 +15,11 @@ from worker_agent.engine import (
     schedule,
 )
 from worker_agent.engine.model import (
+    FlavorQuotas,
     LocalQueueSpec,
     PodSetSpec,
+    ResourceGroup,
+    ResourceQuota,
     WorkloadSpec,
 )
 
@@ -166,3 +169,17 @@ def test_a_backlog_requeued_at_every_finish_is_admitted_in_fifo_order() -> None:
         state.finish_workload(decision.key)
         now += 1
     assert admitted == [f"team/w{index:03d}" for index in range(300)]
+
+
+def test_raising_the_quota_admits_what_waits_and_an_echo_of_the_spec_does_nothing() -> None:
+    state = one_queue_state(cpu=1)
+    state.upsert_workload(team_workload("a", 1, created=1))
+    state.upsert_workload(team_workload("b", 1, created=2))
+    run_until_quiescent(state, now=10.0)
+    spec = state.cluster_queues["cq"].spec
+    state.upsert_cluster_queue(spec)  # a status write coming back: the same spec
+    assert schedule(state, now=11.0).heads == 0
+    group = ResourceGroup(("cpu",), (FlavorQuotas("default", {"cpu": ResourceQuota(2000)}),))
+    state.upsert_cluster_queue(replace(spec, resource_groups=(group,)))
+    result = run_until_quiescent(state, now=12.0)
+    assert [a.key for r in result.results for a in r.admissions] == ["team/b"]
