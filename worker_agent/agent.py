@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from kueue_api import Configuration
 from worker_agent.admission_checks.base import AdmissionCheckController
@@ -117,9 +118,42 @@ class AgentConfig:
     PodsReady."""
     requeue_backoff_base: float = 60.0
     requeue_backoff_max: float = 3600.0
-    dra_configuration: Configuration | None = None
-    """A Kueue Configuration whose resources.deviceClassMappings and DRA feature gates
-    drive device quotas (spec §10); without one, no device class is mapped."""
+    requeue_backoff_limit: int | None = None
+    """waitForPodsReady.requeuingStrategy.backoffLimitCount: a workload timed out once more
+    than this many requeues is deactivated (RequeuingLimitExceeded); None requeues forever."""
+    configuration: Configuration | None = None
+    """The user's Kueue Configuration: the engine follows all of it (fair sharing, admission
+    fair sharing, resources, DRA); its waitForPodsReady arrives through the fields above
+    (`settings_from`), where flags may override it. None: Kueue's defaults."""
+
+    def engine_configuration(self) -> Configuration | None:
+        """The Configuration the engine applies, with blockAdmission as this agent runs it."""
+        configuration = self.configuration
+        if configuration is None:
+            return None
+        pods_ready = configuration.wait_for_pods_ready.model_copy(
+            update={"block_admission": self.block_admission}
+        )
+        return configuration.model_copy(update={"wait_for_pods_ready": pods_ready})
+
+
+def settings_from(configuration: Configuration) -> dict[str, Any]:
+    """The AgentConfig fields a Configuration's waitForPodsReady sets (seconds)."""
+    pods_ready = configuration.wait_for_pods_ready
+    strategy = pods_ready.requeuing_strategy
+    recovery = pods_ready.recovery_timeout
+    if recovery == pods_ready.timeout:
+        # Kueue's default (the timeout): left to follow a --wait-for-pods-ready-timeout flag.
+        recovery = None
+    return {
+        "pods_ready_timeout": pods_ready.timeout.total_seconds(),
+        "pods_ready_recovery_timeout": None if recovery is None else recovery.total_seconds(),
+        "block_admission": pods_ready.block_admission,
+        "requeue_backoff_base": float(strategy.backoff_base_seconds),
+        "requeue_backoff_max": float(strategy.backoff_max_seconds),
+        "requeue_backoff_limit": strategy.backoff_limit_count,
+        "configuration": configuration,
+    }
 
 
 def _spec_changed(change: Change) -> bool:
@@ -153,7 +187,7 @@ class _LeaderRun:
             agent.reporter,
             parallelism=agent.config.write_parallelism,
             engine_config=EngineConfig(block_admission=agent.config.block_admission),
-            dra_configuration=agent.config.dra_configuration,
+            configuration=agent.config.engine_configuration(),
         )
         managed_kinds = frozenset(i.resource.kind for i in agent.integrations)
         self.job_controllers = [
@@ -172,6 +206,7 @@ class _LeaderRun:
             recovery_timeout=config.pods_ready_recovery_timeout,
             backoff_base=config.requeue_backoff_base,
             backoff_max=config.requeue_backoff_max,
+            backoff_limit=config.requeue_backoff_limit,
             recorder=recorder,
         )
         self.pod_groups = PodGroupController(

@@ -35,14 +35,14 @@ class EngineFeed:
     """Owns the engine state; only the scheduling loop's worker thread calls it."""
 
     def __init__(
-        self, state: EngineState | None = None, dra_configuration: Configuration | None = None
+        self, state: EngineState | None = None, configuration: Configuration | None = None
     ) -> None:
         self.state = state or EngineState()
         self.builder = StateBuilder(self.state)
-        if dra_configuration is not None:
-            # Device class mappings and DRA gates only: the agent's other engine settings
-            # come from its flags (the state's EngineConfig).
-            self.builder.dra.configure(dra_configuration)
+        if configuration is not None:
+            # The whole Configuration (fair sharing, admission fair sharing, transformations,
+            # quota check strategy, blockAdmission, DRA), as `mkq simulate` applies it.
+            self.builder.apply(configuration)
         self.invalid: dict[str, str] = {}
         """Workloads whose JSON the models reject, with why (shown as a pending message)."""
         self._reserved: dict[str, JsonObject] = {}

@@ -137,8 +137,10 @@ class SchedulingLoop:
         batch_delay: float = 0.02,
         status_interval: float = 1.0,
         engine_config: EngineConfig | None = None,
-        dra_configuration: Configuration | None = None,
+        configuration: Configuration | None = None,
     ) -> None:
+        """`configuration`: a Kueue Configuration the engine follows (it replaces
+        `engine_config`); without one the engine runs with `engine_config`."""
         self._informers = informers
         self._writer = writer
         self._recorder = recorder
@@ -147,7 +149,7 @@ class SchedulingLoop:
         self._reporter = reporter
         self._batch_delay = batch_delay
         self._status_interval = status_interval
-        self._feed = EngineFeed(EngineState(engine_config), dra_configuration)
+        self._feed = EngineFeed(EngineState(engine_config), configuration)
         self._changes: list[tuple[ResourceType, Change]] = []
         self._forget: list[str] = []
         self._in_flight: set[str] = set()
@@ -160,6 +162,8 @@ class SchedulingLoop:
         self._wake = asyncio.Event()
         self._last_status = 0.0
         self._status_stale = True
+        self._afs_sampled: float | None = None
+        """When (the loop's clock, POSIX seconds) admission fair sharing last sampled usage."""
         self.capacity: list[JsonObject] = []
         self.cycles = 0
         self.failures = 0
@@ -196,6 +200,10 @@ class SchedulingLoop:
                 if self._status_stale:
                     since = time.monotonic() - self._last_status
                     timeout = max(0.0, self._status_interval - since)
+                sampling = self._afs_due_in()
+                if sampling is not None:
+                    # Wake for the next admission fair sharing sample even when idle.
+                    timeout = sampling if timeout is None else min(timeout, sampling)
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
                 # cancellation that races with the event, leaving the loop waiting forever.
                 with contextlib.suppress(TimeoutError):
@@ -259,6 +267,7 @@ class SchedulingLoop:
                 feed.apply(rt, change, in_flight)
             except Exception:
                 log.exception("%s %s could not enter the engine", rt.kind, change.key)
+        self._sample_admission_fair_sharing(now.timestamp())
         result = schedule(feed.state, now.timestamp())
         feed.assume(result.admissions)
         for eviction in result.evictions:
@@ -277,6 +286,28 @@ class SchedulingLoop:
         output.held = feed.held()
         output.seconds = time.perf_counter() - started
         return output
+
+    def _afs_interval(self) -> float | None:
+        """usageSamplingInterval in seconds, when admission fair sharing is configured."""
+        afs = self._feed.state.config.admission_fair_sharing
+        return None if afs is None else max(afs.sampling_interval, 0.001)
+
+    def _afs_due_in(self) -> float | None:
+        """Seconds until the next admission fair sharing sample is due, if configured."""
+        interval = self._afs_interval()
+        if interval is None or self._afs_sampled is None:
+            return interval
+        return max(0.0, self._afs_sampled + interval - self._clock().timestamp())
+
+    def _sample_admission_fair_sharing(self, now: float) -> None:
+        """Kueue samples LocalQueue usage on a ticker; here the first cycle starts the
+        ticker and any cycle at least one interval after the last sample takes the next."""
+        interval = self._afs_interval()
+        if interval is None:
+            return
+        if self._afs_sampled is None or now - self._afs_sampled >= interval:
+            self._feed.state.sample_admission_fair_sharing(now)
+            self._afs_sampled = now
 
     # --- event loop: apply decisions -------------------------------------------------------
 

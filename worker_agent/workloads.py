@@ -357,15 +357,17 @@ def evict_for_retry(workload: JsonObject, message: str, now: datetime) -> JsonOb
     return result
 
 
-def set_deactivation_target(workload: JsonObject, message: str, now: datetime) -> JsonObject | None:
-    """Ask for the Workload's deactivation because of a Rejected check (Kueue's
-    DeactivationTarget condition); the spec change and the eviction follow."""
+def set_deactivation_target(
+    workload: JsonObject, message: str, now: datetime, reason: str = ADMISSION_CHECK
+) -> JsonObject | None:
+    """Ask for the Workload's deactivation (Kueue's DeactivationTarget condition), by default
+    because of a Rejected check; the spec change and the eviction follow."""
     if is_finished(workload) or not is_active(workload):
         return None
     current = find_condition(workload, DEACTIVATION_TARGET) or {}
     if (current.get("status"), current.get("reason"), current.get("message")) == (
         "True",
-        ADMISSION_CHECK,
+        reason,
         message,
     ):
         return None
@@ -374,7 +376,7 @@ def set_deactivation_target(workload: JsonObject, message: str, now: datetime) -
     target: JsonObject = {
         "type": DEACTIVATION_TARGET,
         "status": "True",
-        "reason": ADMISSION_CHECK,
+        "reason": reason,
         "message": message,
         # Kueue leaves this condition's time unset; the API requires one.
         "lastTransitionTime": str(current.get("lastTransitionTime") or rfc3339(now)),
@@ -544,3 +546,21 @@ def finish_backoff(workload: JsonObject, now: datetime) -> JsonObject | None:
     message = "The workload backoff was finished"
     set_condition(status, REQUEUED, True, "BackoffFinished", message, now, _generation(workload))
     return result
+
+
+REQUEUING_LIMIT_EXCEEDED = "RequeuingLimitExceeded"
+
+
+def requeue_limit_exceeded(workload: JsonObject, limit: int | None) -> bool:
+    """Whether one more PodsReady-timeout requeue would pass backoffLimitCount (None: no
+    limit), so the workload is deactivated instead."""
+    if limit is None:
+        return False
+    count = int(((workload.get("status") or {}).get("requeueState") or {}).get("count") or 0)
+    return count + 1 > limit
+
+
+def set_requeuing_limit_exceeded(workload: JsonObject, now: datetime) -> JsonObject | None:
+    """Ask for deactivation after too many requeues (Kueue's message and reason)."""
+    message = "exceeding the maximum number of re-queuing retries"
+    return set_deactivation_target(workload, message, now, REQUEUING_LIMIT_EXCEEDED)

@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -16,7 +17,7 @@ from rich.text import Text
 
 from kueue_api import Configuration
 from kueue_api.loader import load_documents
-from worker_agent.agent import Agent, AgentConfig
+from worker_agent.agent import Agent, AgentConfig, settings_from
 from worker_agent.kube_client import ApiError, KubeClient
 
 
@@ -65,11 +66,16 @@ def agent() -> None:
     "config_file",
     type=click.Path(dir_okay=False),
     default=None,
-    help="A Kueue Configuration (config.kueue.x-k8s.io/v1beta2) whose "
-    "resources.deviceClassMappings and DRA feature gates set device quotas.",
+    help="A Kueue Configuration (config.kueue.x-k8s.io/v1beta2) the agent follows: "
+    "fairSharing, admissionFairSharing, resources (transformations, "
+    "excludeResourcePrefixes, quota check strategy, deviceClassMappings), DRA feature "
+    "gates and waitForPodsReady (timeouts, blockAdmission, requeuingStrategy backoff and "
+    "backoffLimitCount). --wait-for-pods-ready-* flags given explicitly override the file.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
+@click.pass_context
 def run(
+    ctx: click.Context,
     kubeconfig: str,
     cluster_name: str,
     manager_url: str | None,
@@ -93,13 +99,13 @@ def run(
     if not Path(kubeconfig).is_file():
         console.print(f"[red]error:[/red] --kubeconfig {kubeconfig}: no such file")
         sys.exit(2)
-    dra_configuration = None
+    configuration = None
     if config_file is not None:
         loaded = _configuration(config_file)
         if isinstance(loaded, str):
             console.print(f"[red]error:[/red] --config {config_file}: {loaded}")
             sys.exit(2)
-        dra_configuration = loaded
+        configuration = loaded
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -112,10 +118,7 @@ def run(
         metrics_host=metrics_host,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
-        pods_ready_timeout=wait_for_pods_ready_timeout or None,
-        pods_ready_recovery_timeout=wait_for_pods_ready_recovery_timeout,
-        block_admission=wait_for_pods_ready_block_admission,
-        dra_configuration=dra_configuration,
+        **agent_settings(ctx, configuration),
     )
     try:
         asyncio.run(_run(kubeconfig, context, config, console))
@@ -125,6 +128,31 @@ def run(
     except _BadMetricsPort as error:
         console.print(f"[red]error:[/red] {error}")
         sys.exit(2)
+
+
+_PODS_READY_FLAGS = {
+    "wait_for_pods_ready_timeout": "pods_ready_timeout",
+    "wait_for_pods_ready_recovery_timeout": "pods_ready_recovery_timeout",
+    "wait_for_pods_ready_block_admission": "block_admission",
+}
+"""--wait-for-pods-ready-* parameters and the AgentConfig field each sets."""
+
+
+def agent_settings(ctx: click.Context, configuration: Configuration | None) -> dict[str, Any]:
+    """The AgentConfig fields `configuration` and the flags set: the file's settings, with
+    the flags given on the command line on top; without a file, the flags (defaults
+    included) alone, as before --config existed."""
+    flags: dict[str, Any] = {field: ctx.params[param] for param, field in _PODS_READY_FLAGS.items()}
+    # A zero timeout turns waitForPodsReady off.
+    flags["pods_ready_timeout"] = flags["pods_ready_timeout"] or None
+    if configuration is None:
+        return flags
+    explicit = {
+        field: flags[field]
+        for param, field in _PODS_READY_FLAGS.items()
+        if ctx.get_parameter_source(param) == click.core.ParameterSource.COMMANDLINE
+    }
+    return {**settings_from(configuration), **explicit}
 
 
 def _configuration(path: str) -> Configuration | str:

@@ -81,6 +81,7 @@ class WorkloadController:
         backoff_base: float = 60.0,
         backoff_max: float = 3600.0,
         recorder: EventRecorder | None = None,
+        backoff_limit: int | None = None,
     ) -> None:
         self._pods_ready_timeout = (
             timedelta(seconds=pods_ready_timeout) if pods_ready_timeout else None
@@ -89,6 +90,7 @@ class WorkloadController:
             None if recovery_timeout is None else timedelta(seconds=recovery_timeout)
         )
         self._backoff = (backoff_base, backoff_max)
+        self._backoff_limit = backoff_limit
         self._recorder = recorder
         self._informers = informers
         self._writer = writer
@@ -207,9 +209,24 @@ class WorkloadController:
             return (deadline - now).total_seconds()
         base, cap = self._backoff
 
-        def timeout(w: JsonObject) -> JsonObject | None:
+        def still_late(w: JsonObject) -> bool:
             limit = self._pods_ready_timeout or timedelta()
-            if wl.pods_ready_deadline(w, limit, self._recovery_timeout) is None:
+            return wl.pods_ready_deadline(w, limit, self._recovery_timeout) is not None
+
+        if wl.requeue_limit_exceeded(workload, self._backoff_limit):
+            # Kueue's triggerDeactivation: no more requeues, the workload is deactivated
+            # (then evicted as any deactivated workload is).
+            await self._writer.update(
+                WORKLOADS,
+                key,
+                lambda w: wl.set_requeuing_limit_exceeded(w, now) if still_late(w) else None,
+                status=True,
+            )
+            await self._writer.update(WORKLOADS, key, wl.deactivate)
+            return None
+
+        def timeout(w: JsonObject) -> JsonObject | None:
+            if not still_late(w):
                 return None
             return wl.evict_for_pods_ready_timeout(w, now, base, cap)
 

@@ -247,6 +247,7 @@ def config_from(obj: api.Configuration) -> EngineConfig:
         ),
         admission_fair_sharing=_afs(obj.admission_fair_sharing),
         block_admission=obj.wait_for_pods_ready.block_admission,
+        requeue_by_creation=obj.wait_for_pods_ready.requeuing_strategy.timestamp == "Creation",
         transformations=tuple(
             ResourceTransformation(
                 input=t.input,
@@ -519,15 +520,17 @@ def workload_from(
         admitted_at = _seconds(reserved.last_transition_time)
     order_time: float | None = None
     evicted = _condition(obj, "Evicted")
-    if (
-        evicted is not None
-        and evicted.status == "True"
-        and evicted.reason
-        in (
+    # Kueue's GetQueueOrderTimestamp: an eviction by a check always reorders; one by the
+    # PodsReady timeout only under requeuingStrategy.timestamp Eviction.
+    reordering = (
+        ("AdmissionCheck",)
+        if config.requeue_by_creation
+        else (
             "PodsReadyTimeout",
             "AdmissionCheck",
         )
-    ):
+    )
+    if evicted is not None and evicted.status == "True" and evicted.reason in reordering:
         order_time = _seconds(evicted.last_transition_time)
     requeue = obj.status.requeue_state
     requeued = _condition(obj, "Requeued")

@@ -352,6 +352,10 @@ class EngineConfig:
     block_admission: bool = False
     """waitForPodsReady.blockAdmission: nothing new is admitted while an admitted workload is
     not PodsReady."""
+    requeue_by_creation: bool = False
+    """waitForPodsReady.requeuingStrategy.timestamp Creation: a workload evicted by the
+    PodsReady timeout keeps its creation time in its queue (Eviction, the default, puts it
+    behind the workloads queued before the eviction)."""
 
 
 @dataclass(frozen=True, slots=True)

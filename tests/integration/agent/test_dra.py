@@ -148,7 +148,7 @@ async def test_gpu_jobs_share_device_quota_and_an_unmapped_class_waits(
             _template("one-fpga", "fpga.example.com", 1),
         ],
     )
-    await start_agent(dra_configuration=CONFIGURATION)
+    await start_agent(configuration=CONFIGURATION)
     await apply(client, [_job("first", "two-gpus", run_for="3s")])
     first = await _admitted(client, "first")
     [assignment] = first["status"]["admission"]["podSetAssignments"]
@@ -186,7 +186,7 @@ async def test_a_selector_no_published_device_matches_waits_until_a_resource_sli
 ) -> None:
     a100 = "device.attributes['gpu.example.com'].model == 'a100'"
     await apply(client, [*_setup(gpus=4), _template("a100", "gpu.example.com", 1, cel=a100)])
-    await start_agent(dra_configuration=CONFIGURATION)
+    await start_agent(configuration=CONFIGURATION)
     await apply(client, [_job("picky", "a100")])
     await _pending_message(
         client,
