@@ -57,6 +57,46 @@ def quick_start_setup() -> list[Obj]:
     return load_yaml(GETTING_STARTED / "quick-start-setup.yaml")
 
 
+def queued_job(
+    name: str,
+    queue: str = "user-queue",
+    *,
+    pods: int = 1,
+    cpu: str = "1",
+    run_for: str | None = "1s",
+) -> Obj:
+    """A suspended batch/v1 Job in `default` of `pods` pods asking `cpu` each, queued in
+    `queue`; kubesim runs each pod for `run_for` (None: until it is deleted)."""
+    annotations = {"kubesim.mkq.dev/run-for": run_for} if run_for else {}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"kueue.x-k8s.io/queue-name": queue},
+        },
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "suspend": True,
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": cpu}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
 def quick_start_job() -> Obj:
     """Kueue's quick-start sample Job (`sample-job` on `user-queue`), a fresh copy to edit."""
     return load_yaml(GETTING_STARTED / "quick-start-job.yaml")[0]

@@ -17,6 +17,7 @@ from tests.integration.agent.conftest import (
     apply,
     condition,
     is_true,
+    queued_job,
     wait_until,
     workload_of_job,
 )
@@ -70,31 +71,6 @@ def _setup(check: str, controller: str, flavor_labels: dict[str, str] | None = N
             "spec": {"clusterQueue": "cluster-queue"},
         },
     ]
-
-
-def _job(name: str, pods: int = 1, cpu: str = "1") -> Obj:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
-        },
-        "spec": {
-            "parallelism": pods,
-            "completions": pods,
-            "template": {
-                "metadata": {"annotations": {"kubesim.mkq.dev/run-for": "1s"}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
-                    ],
-                },
-            },
-        },
-    }
 
 
 def _check_state(workload: Obj | None, name: str) -> Obj | None:
@@ -191,7 +167,7 @@ async def test_a_check_whose_controller_is_not_running_holds_its_queue(
 ) -> None:
     await apply(client, _setup("approval", EXTERNAL))
     await start_agent()
-    await apply(client, [_job("held")])
+    await apply(client, [queued_job("held")])
 
     async def inactive() -> Obj | None:
         workload = await workload_of_job(client, "default", "held")
@@ -222,7 +198,7 @@ async def test_a_job_is_held_by_a_check_until_an_outside_controller_sets_it_read
     await apply(client, _setup("approval", EXTERNAL))
     await _activate(client, "approval")
     await start_agent()
-    await apply(client, [_job("held")])
+    await apply(client, [queued_job("held")])
     workload = await _pending_check(client, "held", "approval")
     unsatisfied = condition(workload, "Admitted")
     assert unsatisfied is not None
@@ -250,7 +226,7 @@ async def test_retry_releases_the_quota_and_the_job_runs_once_the_check_is_ready
     await _activate(client, "approval")
     async with AdmissionLog(client) as log:
         await start_agent()
-        await apply(client, [_job("retried")])
+        await apply(client, [queued_job("retried")])
         workload = await _pending_check(client, "retried", "approval")
         name = workload["metadata"]["name"]
 
@@ -297,7 +273,7 @@ async def test_rejected_deactivates_the_workload_and_the_job_never_runs(
     await apply(client, _setup("approval", EXTERNAL))
     await _activate(client, "approval")
     await start_agent()
-    await apply(client, [_job("rejected")])
+    await apply(client, [queued_job("rejected")])
     workload = await _pending_check(client, "rejected", "approval")
 
     await _set_check(client, workload["metadata"]["name"], "approval", "Rejected")
@@ -332,7 +308,7 @@ async def test_node_capacity_check_holds_a_job_until_a_node_with_room_is_added(
         return is_true(check, "Active")
 
     await wait_until(active, "the AdmissionCheck to be Active")
-    await apply(client, [_job("big", pods=2, cpu="3")])
+    await apply(client, [queued_job("big", pods=2, cpu="3")])
 
     async def waiting() -> Obj | None:
         workload = await workload_of_job(client, "default", "big")
@@ -369,7 +345,9 @@ async def test_node_capacity_check_does_not_promise_the_same_room_twice(
     shape = NodeShape("big-1", {"pool": "big"}, {"cpu": "8", "memory": "32Gi", "pods": "110"})
     await client.create(NODES, node_object(shape, now))
     await start_agent()
-    await apply(client, [_job("first", pods=2, cpu="3"), _job("second", pods=2, cpu="3")])
+    await apply(
+        client, [queued_job("first", pods=2, cpu="3"), queued_job("second", pods=2, cpu="3")]
+    )
 
     async def one_admitted_one_waiting() -> bool:
         workloads = [await workload_of_job(client, "default", j) for j in ("first", "second")]

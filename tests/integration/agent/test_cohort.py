@@ -10,6 +10,7 @@ from tests.integration.agent.conftest import (
     apply,
     condition,
     is_true,
+    queued_job,
     wait_until,
 )
 from worker_agent.kube_client import KubeClient
@@ -61,51 +62,19 @@ def setup(reclaim: str = "Never") -> list[dict[str, Any]]:
     return docs
 
 
-def job(name: str, queue: str, cpus: int, run_for: str | None) -> dict[str, Any]:
-    """A one-pod Job; without `run_for` its pod runs until deleted."""
-    annotations = {"kubesim.mkq.dev/run-for": run_for} if run_for else {}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "labels": {"kueue.x-k8s.io/queue-name": queue},
-        },
-        "spec": {
-            "parallelism": 1,
-            "completions": 1,
-            "suspend": True,
-            "template": {
-                "metadata": {"annotations": annotations},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "busybox",
-                            "resources": {"requests": {"cpu": str(cpus)}},
-                        }
-                    ],
-                },
-            },
-        },
-    }
-
-
 async def test_a_busy_queue_borrows_idle_quota_within_the_cohort_only(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
     await apply(client, setup())
     async with AdmissionLog(client) as log:
         await start_agent()
-        await apply(client, [job("b-1", "team-b", 3, None)])
+        await apply(client, [queued_job("b-1", "team-b", cpu="3", run_for=None)])
 
         async def b_admitted() -> bool:
             return "default/" in "".join(log.holding) and "team-b" in log.holding.values()
 
         await wait_until(b_admitted, "team-b's job to be admitted")
-        await apply(client, [job(f"a-{i}", "team-a", 3, "1s") for i in range(3)])
+        await apply(client, [queued_job(f"a-{i}", "team-a", cpu="3") for i in range(3)])
 
         async def team_a_finished() -> bool:
             items, _ = await client.list(WORKLOADS, "default")
@@ -127,13 +96,15 @@ async def test_a_lender_reclaims_its_quota_by_preempting_a_borrower(
     await apply(client, setup(reclaim="Any"))
     async with AdmissionLog(client) as log:
         await start_agent()
-        await apply(client, [job(f"a-{i}", "team-a", 3, None) for i in range(3)])
+        await apply(
+            client, [queued_job(f"a-{i}", "team-a", cpu="3", run_for=None) for i in range(3)]
+        )
 
         async def a_fills_the_cohort() -> bool:
             return list(log.holding.values()).count("team-a") == 3
 
         await wait_until(a_fills_the_cohort, "team-a to borrow the whole cohort")
-        await apply(client, [job("b-1", "team-b", 3, "1s")])
+        await apply(client, [queued_job("b-1", "team-b", cpu="3")])
 
         async def one_preempted() -> dict[str, Any] | None:
             items, _ = await client.list(WORKLOADS, "default")

@@ -11,6 +11,7 @@ from tests.integration.agent.conftest import (
     apply,
     condition,
     is_true,
+    queued_job,
     wait_until,
     workload_of_job,
 )
@@ -89,31 +90,12 @@ def _template(name: str, device_class: str, count: int, cel: str | None = None) 
 
 
 def _job(name: str, template: str, run_for: str = "2s") -> Obj:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
-        },
-        "spec": {
-            "template": {
-                "metadata": {"annotations": {"kubesim.mkq.dev/run-for": run_for}},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "trainer",
-                            "image": "registry.k8s.io/e2e-test-images/agnhost:2.53",
-                            "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]},
-                        }
-                    ],
-                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
-                    "restartPolicy": "Never",
-                },
-            }
-        },
-    }
+    """A one-pod Job whose container claims the devices of ResourceClaimTemplate `template`."""
+    job = queued_job(name, run_for=run_for)
+    pod = job["spec"]["template"]["spec"]
+    pod["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    pod["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+    return job
 
 
 async def _admitted(client: KubeClient, job: str) -> Obj:
