@@ -441,17 +441,29 @@ class Dispatcher:
                         message="cancelled by request",
                         workload_id=fresh.id,
                     )
+        await self._remove_remote(row, now)
+
+    async def _remove_remote(
+        self, row: WorkloadRow, now: datetime, *, attempts_ended: bool = False
+    ) -> None:
+        """Delete every remote copy of a finished workload, then record that none is left.
+
+        If a delete fails, the workload stays `cleanup_pending` and its retried reconcile
+        comes back here through `_finalize`. `attempts_ended`: the caller's own transaction
+        already ended every active attempt (a final workload gets no new one).
+        """
         for conn in self.ready_connections().values():
             await self._delete_copies(row, conn)
         async with self._sessions.begin() as session:
-            fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
-            if fresh is None:
+            # The workload row first (its lock), then its attempts, as every decision does.
+            if not await workload_queries.update_workload(
+                session, row.id, {"cleanup_pending": False}
+            ):
                 return
-            for attempt in workload_queries.active_attempts(fresh):
-                attempt.state = states.ATTEMPT_REMOVED
-                attempt.reason = attempt.reason or "Finished"
-                attempt.removed_at = now
-            fresh.cleanup_pending = False
+            if not attempts_ended:
+                await workload_queries.remove_active_attempts(
+                    session, row.id, reason="Finished", now=now, keep_reason=True
+                )
         self._unindex(row)
         self._changed()
 
@@ -561,23 +573,17 @@ class Dispatcher:
     ) -> None:
         now = self._clock.now()
         async with self._sessions.begin() as session:
-            if remove_attempts_except is None:
-                # The common case, one UPDATE: no row to load when no attempt changes.
-                if not await workload_queries.update_workload(session, workload_id, changes):
-                    return
-            else:
-                row = await workload_queries.get_workload_by_id(
-                    session, workload_id, for_update=True
+            # One UPDATE (it locks the row, or finds none), no load; then the attempts.
+            if not await workload_queries.update_workload(session, workload_id, changes):
+                return
+            if remove_attempts_except is not None:
+                await workload_queries.remove_active_attempts(
+                    session,
+                    workload_id,
+                    reason=reason,
+                    now=now,
+                    keep_cluster=remove_attempts_except,
                 )
-                if row is None:
-                    return
-                for key, value in changes.items():
-                    setattr(row, key, value)
-                for attempt in workload_queries.active_attempts(row):
-                    if attempt.cluster != remove_attempts_except:
-                        attempt.state = states.ATTEMPT_REMOVED
-                        attempt.reason = reason
-                        attempt.removed_at = now
             if event is not None:
                 kind, cluster, message = event
                 append_event(
@@ -595,33 +601,28 @@ class Dispatcher:
     ) -> None:
         now = self._clock.now()
         async with self._sessions.begin() as session:
-            fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
-            if fresh is None or fresh.state in states.FINAL_STATES:
+            recorded, cluster = await workload_queries.finish_workload(
+                session,
+                row.id,
+                result=result,
+                message=message,
+                remote_status=job_obj.get("status") if job_obj is not None else None,
+                now=now,
+            )
+            if not recorded:
                 return
-            fresh.state = result
-            fresh.message = message or None
-            fresh.finished_at = now
-            fresh.cleanup_pending = True
-            if job_obj is not None and job_obj.get("status") is not None:
-                fresh.remote_status = job_obj["status"]
-            if fresh.started_at is None:
-                fresh.started_at = now
-            for attempt in workload_queries.active_attempts(fresh):
-                attempt.state = (
-                    result if attempt.cluster == fresh.cluster else (states.ATTEMPT_REMOVED)
-                )
-                attempt.removed_at = now
             append_event(
                 session,
                 at=now,
                 kind=result,
                 message=message or result,
-                workload_id=fresh.id,
-                cluster=fresh.cluster,
+                workload_id=row.id,
+                cluster=cluster,
             )
         self._metrics.finished.labels(cluster_queue=row.queue, result=result).inc()
         self._changed()
-        self._queue.add(row.id)  # to remove the remote objects
+        # The remote objects go now, without another read of the row this call just finished.
+        await self._remove_remote(row, now, attempts_ended=True)
 
     async def _requeue(self, row: WorkloadRow, reason: str, message: str) -> None:
         """Give up on the winner (evicted, or its copy gone): remove its copies, dispatch again."""
