@@ -34,6 +34,7 @@ from rich.console import Console
 from rich.progress import Progress
 from sqlalchemy.engine.url import make_url
 
+from bench.dispatch.report import write_outputs
 from kubesim import ClusterSpec, RunningCluster, run_clusters
 from manager.db.schema import migrate
 from manager.db.session import make_engine
@@ -385,6 +386,8 @@ async def run_mode(
         # CPU milliseconds per workload, submit to cleanup: steadier than rates on a shared host.
         "cpuMsPerWorkload": {k: round(1000 * v / jobs, 1) for k, v in cpu.items()},
         "loadAverage": os.getloadavg()[0],
+        # Popped by main() for the plot; not part of the printed summary.
+        "admittedAtSeconds": [(t - first_submit).total_seconds() for t in admitted_times],
     }
 
 
@@ -410,8 +413,15 @@ def main() -> None:
             "MKQ_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
         ),
     )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write summary.json, table.md (figures against the targets) and plot.png here",
+    )
     args = parser.parse_args()
     results = []
+    timelines: dict[str, list[float]] = {}
     for mode in args.mode or ["AllAtOnce", "BestFit"]:
         result = asyncio.run(
             run_mode(
@@ -426,8 +436,12 @@ def main() -> None:
                 worker_qps=args.worker_qps,
             )
         )
+        timelines[mode] = result.pop("admittedAtSeconds")
         console.print(result)
         results.append(result)
+    if args.out is not None:
+        write_outputs(results, timelines, args.out)
+        console.print(f"wrote {args.out}/summary.json, table.md, plot.png")
     print(json.dumps(results, indent=2))
 
 
