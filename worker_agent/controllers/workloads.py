@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 JsonObject = dict[str, Any]
 QUEUE_INDEX = "queue"
 _LQ_BY_CQ_INDEX = "cluster-queue"
-INADMISSIBLE = "Inadmissible"
+MISCONFIGURED = "Misconfigured"
 SUSPENDED = "Suspended"
 OWNER_INDEX = "owner-uid"
 
@@ -54,12 +54,16 @@ def queue_blocker(
     namespace = (workload.get("metadata") or {}).get("namespace")
     queue = wl.queue_name_of(workload)
     lq = local_queues.get(f"{namespace}/{queue}")
+    # Kueue's reasons since UnadmittedWorkloadsObservability (beta, on since 0.19); the
+    # engine says the same, so the two writers never undo each other.
     if lq is None or (lq.get("metadata") or {}).get("deletionTimestamp"):
-        return INADMISSIBLE, f"LocalQueue {queue} doesn't exist"
+        return MISCONFIGURED, f"LocalQueue {queue} doesn't exist"
+    if (lq.get("spec") or {}).get("stopPolicy", "None") != "None":
+        return SUSPENDED, f"LocalQueue {queue} is inactive"
     cq_name = str((lq.get("spec") or {}).get("clusterQueue") or "")
     cq = cluster_queues.get(cq_name)
     if cq is None or (cq.get("metadata") or {}).get("deletionTimestamp"):
-        return INADMISSIBLE, f"ClusterQueue {cq_name} doesn't exist"
+        return MISCONFIGURED, f"ClusterQueue {cq_name} doesn't exist"
     active = find_condition(cq, "Active")
     if active is not None and active.get("status") == "False":
         # e.g. an AdmissionCheck it uses is not Active: nothing there is scheduled.

@@ -40,6 +40,7 @@ async def test_a_job_without_its_queue_waits_suspended_with_a_clear_message(
     assert reserved is not None
     assert reserved["status"] == "False"
     assert reserved["message"] == "LocalQueue no-such-queue doesn't exist"
+    assert reserved["reason"] == "Misconfigured"
     assert not workload["status"].get("admission")
     current = await client.get(JOBS, "lost-job", "default")
     assert current["spec"]["suspend"] is True
