@@ -495,9 +495,3 @@ def _queue_status(desired: JsonObject, now: datetime) -> Mutation:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-async def cancel_quietly(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
