@@ -29,6 +29,7 @@ from worker_agent.engine.cel import (
 )
 from worker_agent.engine.dra_charges import (
     ChargeError,
+    PublishedDevice,
     capacity_charge,
     counter_charge,
     published,
@@ -304,12 +305,27 @@ def _prepare(
     return by_class, own
 
 
-def _shortage(request_path: str, kind: str, found: int, wanted: int) -> FieldError:
-    return internal(
-        request_path,
-        f"insufficient matching devices for {kind} driver: {found} device(s) match but "
-        f"{wanted} requested",
-    )
+def _source_devices(
+    devices: Sequence[DeviceView],
+    driver: str,
+    source_selector: str | None,
+    by_class: Sequence[Selector],
+    own: Sequence[Selector],
+    request_path: str,
+    kind: str,
+    count: int,
+) -> list[PublishedDevice] | FieldError:
+    """The devices a counter or capacity source charges from: at least `count` must match."""
+    matched = _sourceall_match(devices, driver, source_selector, by_class, own, request_path)
+    if isinstance(matched, FieldError):
+        return matched
+    if len(matched) < count:
+        return internal(
+            request_path,
+            f"insufficient matching devices for {kind} driver: {len(matched)} device(s) match "
+            f"but {count} requested",
+        )
+    return [published(d) for d in matched]
 
 
 def _as_error(charge: ChargeError, request_path: str) -> FieldError:
@@ -336,14 +352,12 @@ def counter_for_request(
     count = request.count or 0
     charges: dict[str, int] = {}
     for source in sources:
-        matched = _sourceall_match(
-            devices, source.driver, source.selector, by_class, own, request_path
+        matched = _source_devices(
+            devices, source.driver, source.selector, by_class, own, request_path, "counter", count
         )
         if isinstance(matched, FieldError):
             return matched
-        if len(matched) < count:
-            return _shortage(request_path, "counter", len(matched), count)
-        charge = counter_charge([published(d) for d in matched], source.counter, count)
+        charge = counter_charge(matched, source.counter, count)
         if isinstance(charge, ChargeError):
             return _as_error(charge, request_path)
         charges[source.quota_resource] = charges.get(source.quota_resource, 0) + charge
@@ -371,19 +385,12 @@ def capacity_for_request(
     )
     total = 0
     for source in sources:
-        matched = _sourceall_match(
-            devices, source.driver, source.selector, by_class, own, request_path
+        matched = _source_devices(
+            devices, source.driver, source.selector, by_class, own, request_path, "capacity", count
         )
         if isinstance(matched, FieldError):
             return matched
-        if len(matched) < count:
-            return _shortage(request_path, "capacity", len(matched), count)
-        charge = capacity_charge(
-            [published(d) for d in matched],
-            source.dimension,
-            count,
-            requested.get(source.dimension),
-        )
+        charge = capacity_charge(matched, source.dimension, count, requested.get(source.dimension))
         if isinstance(charge, ChargeError):
             return _as_error(charge, request_path)
         total += charge
