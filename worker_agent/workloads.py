@@ -15,6 +15,7 @@ from typing import Any
 
 from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
 from worker_agent.admission_checks import states as checks
+from worker_agent.cache import ObjectCache
 from worker_agent.conditions import (
     condition_true,
     find_condition,
@@ -24,7 +25,7 @@ from worker_agent.conditions import (
 )
 from worker_agent.engine import retry_time
 from worker_agent.engine.checks import UNSATISFIED_CHECKS_MESSAGE, UNSATISFIED_CHECKS_REASON
-from worker_agent.integrations.base import PodSetInfo
+from worker_agent.integrations.base import DEFAULT_PRIORITY_CLASS, PodSetInfo
 from worker_agent.resources import KUEUE_GROUP, KUEUE_VERSION
 from worker_agent.topology import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
@@ -88,6 +89,22 @@ def owner_reference(owner: JsonObject, controller: bool = True) -> JsonObject:
         "controller": controller,
         "blockOwnerDeletion": True,
     }
+
+
+def workload_priority(
+    named: str | None, classes: ObjectCache
+) -> tuple[str | None, int | None] | None:
+    """The priority class and value a new Workload gets from its job or pods: the named
+    WorkloadPriorityClass, or with none named the one called `default` when it exists (Kueue's
+    WorkloadPriorityClassDefaulting, on since 0.20, for every job kind and for pods). None:
+    the named class does not exist (yet)."""
+    if named is None:
+        default = classes.get(DEFAULT_PRIORITY_CLASS)
+        if default is None:
+            return None, None
+        return DEFAULT_PRIORITY_CLASS, int(default.get("value") or 0)
+    wpc = classes.get(named)
+    return None if wpc is None else (named, int(wpc.get("value") or 0))
 
 
 def new_workload(

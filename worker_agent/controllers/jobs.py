@@ -28,7 +28,6 @@ from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.integrations.base import (
     DEFAULT_LOCAL_QUEUE,
-    DEFAULT_PRIORITY_CLASS,
     Finish,
     JobIntegration,
     PodSetInfo,
@@ -182,31 +181,18 @@ class JobController:
         if integration.prebuilt_workload_name(job):
             return None  # wait for the prebuilt Workload to appear
         queue_name = integration.queue_name(job) or ""
-        priority_class = integration.priority_class_name(job)
-        if priority_class is None and self._informers.cache(WORKLOAD_PRIORITY_CLASSES).get(
-            DEFAULT_PRIORITY_CLASS
-        ):
-            # Kueue (WorkloadPriorityClassDefaulting, on since 0.20) gives a job without a
-            # priority class the WorkloadPriorityClass named `default` when one exists.
-            priority_class = DEFAULT_PRIORITY_CLASS
-        priority: int | None = None
-        if priority_class is not None:
-            wpc = self._informers.cache(WORKLOAD_PRIORITY_CLASSES).get(priority_class)
-            if wpc is None:
-                self._recorder.warning(
-                    job,
-                    "ErrWorkloadCompose",
-                    f"WorkloadPriorityClass {priority_class} not found",
-                )
-                return 5.0
-            priority = int(wpc.get("value") or 0)
+        named = integration.priority_class_name(job)
+        priority = wl.workload_priority(named, self._informers.cache(WORKLOAD_PRIORITY_CLASSES))
+        if priority is None:
+            self._recorder.warning(
+                job, "ErrWorkloadCompose", f"WorkloadPriorityClass {named} not found"
+            )
+            return 5.0
         meta = job.get("metadata") or {}
         name = workload_name_for_owner(
             str(meta.get("name")), str(meta.get("uid")), self.rt.kind, self.rt.group
         )
-        workload = wl.new_workload(
-            name, job, queue_name, integration.pod_sets(job), priority_class, priority
-        )
+        workload = wl.new_workload(name, job, queue_name, integration.pod_sets(job), *priority)
         if self._elastic(job):
             workload = slices.mark_elastic(workload)
         try:

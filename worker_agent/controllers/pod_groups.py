@@ -134,24 +134,20 @@ class PodGroupController:
             return None  # wait for the whole group
         first = members[0]
         labels = labels_of(first)
-        priority_class = labels.get(PRIORITY_CLASS_LABEL)
-        priority: int | None = None
-        if priority_class:
-            wpc = self._informers.cache(WORKLOAD_PRIORITY_CLASSES).get(priority_class)
-            if wpc is None:
-                self._recorder.warning(
-                    first, "ErrWorkloadCompose", f"WorkloadPriorityClass {priority_class} not found"
-                )
-                return 5.0
-            priority = int(wpc.get("value") or 0)
+        named = labels.get(PRIORITY_CLASS_LABEL) or None
+        priority = wl.workload_priority(named, self._informers.cache(WORKLOAD_PRIORITY_CLASSES))
+        if priority is None:
+            self._recorder.warning(
+                first, "ErrWorkloadCompose", f"WorkloadPriorityClass {named} not found"
+            )
+            return 5.0
         name = self._workload_name(key, members)
         workload = wl.new_workload(
             name,
             first,
             labels.get(QUEUE_NAME_LABEL, ""),
             pods_api.pod_sets(members),
-            priority_class,
-            priority,
+            *priority,
         )
         group = "/group/" in key
         workload["metadata"]["ownerReferences"] = [

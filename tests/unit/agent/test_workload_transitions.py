@@ -3,6 +3,7 @@
 from datetime import UTC, datetime
 
 from worker_agent import workloads as wl
+from worker_agent.cache import ObjectCache
 from worker_agent.conditions import find_condition
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -124,3 +125,14 @@ def test_pods_ready_timeout_evicts_and_backs_off_exponentially() -> None:
     twice = wl.evict_for_pods_ready_timeout(again, later, 60, 3600)
     assert twice["status"]["requeueState"]["count"] == 2
     assert wl.backoff_remaining(twice, later) == 120
+
+
+def test_a_new_workload_takes_the_named_priority_class_or_else_the_default_one() -> None:
+    classes = ObjectCache()
+    classes.upsert({"metadata": {"name": "high"}, "value": 1000})
+    assert wl.workload_priority("high", classes) == ("high", 1000)
+    assert wl.workload_priority("missing", classes) is None
+    assert wl.workload_priority(None, classes) == (None, None)
+    classes.upsert({"metadata": {"name": "default"}, "value": 7})
+    assert wl.workload_priority(None, classes) == ("default", 7)
+    assert wl.workload_priority("high", classes) == ("high", 1000)
