@@ -7,11 +7,26 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CursorResult, Executable, Select, case, func, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Insert,
+    Select,
+    Update,
+    case,
+    func,
+    insert,
+    literal,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload, selectinload
+from sqlalchemy.sql import FromClause
 
 from manager import states
+from manager.db.events import event_follower
+from manager.db.guarded import Follower, GuardedWrite
 from manager.db.tables import AttemptRow, WorkloadRow
 from manager.jobs import SubmittedJob
 
@@ -91,6 +106,18 @@ async def get_workload_by_id(
     return result.unique().scalar_one_or_none()
 
 
+async def get_workloads_by_ids(
+    session: AsyncSession, workload_ids: Sequence[int]
+) -> dict[int, WorkloadRow]:
+    """Several workloads with their attempts, by id, in one round trip."""
+    result = await session.execute(
+        select(WorkloadRow)
+        .options(joinedload(WorkloadRow.attempts))
+        .where(WorkloadRow.id.in_(workload_ids))
+    )
+    return {row.id: row for row in result.unique().scalars()}
+
+
 async def find_by_workload_name(
     session: AsyncSession, namespace: str, workload_name: str
 ) -> WorkloadRow | None:
@@ -154,16 +181,85 @@ async def count_by_state(session: AsyncSession) -> dict[str, int]:
     return {state: int(count) for state, count in result.all()}
 
 
-async def elect_winner(
-    session: AsyncSession, workload_id: int, cluster: str, now: datetime
-) -> bool:
-    """Record `cluster` as the winner unless some cluster already won: a single conditional UPDATE.
+def _workload_ids(matched: FromClause) -> Select[tuple[int]]:
+    return select(matched.c.id)
 
-    Two concurrent elections (two reconcilers, a report and a watch event, two manager replicas)
-    cannot both match `cluster IS NULL`, so at most one of them sees a row updated.
+
+def nomination(
+    workload_id: int,
+    *,
+    clusters: list[str],
+    round_started_at: datetime | None,
+    withdrawn: dict[str, str],
+    new: Sequence[tuple[str, str | None, str | None]],
+    events: Sequence[Follower],
+    now: datetime,
+) -> GuardedWrite:
+    """Record the clusters nominated for an undecided workload, with its attempts' changes.
+
+    The guard matches only while no cluster has won and no cancel was asked for (else the
+    caller decided on an older state). `withdrawn`: cluster -> reason of the active attempts
+    that end; `new`: (cluster, reason, message) of the attempts that start; when copies go out,
+    a Pending or Evicted workload becomes Dispatched.
     """
-    result = await _execute(
-        session,
+    values: dict[str, Any] = {"nominated": clusters, "round_started_at": round_started_at}
+    if new:
+        becomes_dispatched = WorkloadRow.state.in_((states.PENDING, states.EVICTED))
+        values["state"] = case((becomes_dispatched, states.DISPATCHED), else_=WorkloadRow.state)
+        values["dispatched_at"] = case(
+            (becomes_dispatched, func.coalesce(WorkloadRow.dispatched_at, _at(now))),
+            else_=WorkloadRow.dispatched_at,
+        )
+    guard = (
+        update(WorkloadRow)
+        .where(
+            WorkloadRow.id == workload_id,
+            WorkloadRow.cluster.is_(None),
+            WorkloadRow.cancel_requested.is_(False),
+        )
+        .values(**values)
+        .returning(WorkloadRow.id)
+    )
+    followers: list[Follower] = []
+    if withdrawn:
+        followers.append(
+            _ending_attempts(
+                state=states.ATTEMPT_REMOVED,
+                reason=case(withdrawn, value=AttemptRow.cluster),
+                now=now,
+                only_clusters=list(withdrawn),
+            )
+        )
+    if new:
+
+        def starting(matched: FromClause) -> Insert:
+            rows = [
+                select(
+                    matched.c.id,
+                    literal(cluster, AttemptRow.cluster.type),
+                    literal(states.ATTEMPT_NOMINATED, AttemptRow.state.type),
+                    literal(reason, AttemptRow.reason.type),
+                    literal(message, AttemptRow.message.type),
+                    _at(now),
+                )
+                for cluster, reason, message in new
+            ]
+            return insert(AttemptRow).from_select(
+                ["workload_id", "cluster", "state", "reason", "message", "created_at"],
+                union_all(*rows) if len(rows) > 1 else rows[0],
+            )
+
+        followers.append(starting)
+    return GuardedWrite(guard, [*followers, *events])
+
+
+def election(workload_id: int, cluster: str, now: datetime) -> GuardedWrite:
+    """Record `cluster` as the winner unless some cluster already won, and its attempt as Won.
+
+    The guard is one conditional UPDATE: two concurrent elections (two reconcilers, a report and
+    a watch event) cannot both match `cluster IS NULL`, so at most one of them returns a row.
+    """
+    guard = (
         update(WorkloadRow)
         .where(
             WorkloadRow.id == workload_id,
@@ -172,145 +268,169 @@ async def elect_winner(
             WorkloadRow.cancel_requested.is_(False),
         )
         .values(cluster=cluster, state=states.ADMITTED, admitted_at=now, message=None)
-        .execution_options(synchronize_session=False),
+        .returning(WorkloadRow.id)
     )
-    return bool(result.rowcount == 1)
 
-
-async def update_workload(session: AsyncSession, workload_id: int, values: dict[str, Any]) -> bool:
-    """Set columns of one workload in one statement; False when there is no such workload."""
-    if not values:
-        result = await _execute(
-            session, select(WorkloadRow.id).where(WorkloadRow.id == workload_id).with_for_update()
+    def attempt_won(matched: FromClause) -> Update:
+        return (
+            update(AttemptRow)
+            .where(
+                AttemptRow.workload_id.in_(_workload_ids(matched)),
+                AttemptRow.cluster == cluster,
+                AttemptRow.state == states.ATTEMPT_NOMINATED,
+            )
+            .values(
+                state=states.ATTEMPT_WON,
+                admitted_at=func.coalesce(AttemptRow.admitted_at, _at(now)),
+            )
         )
-        return result.scalar_one_or_none() is not None
-    result = await _execute(
-        session,
-        update(WorkloadRow)
-        .where(WorkloadRow.id == workload_id)
-        .values(**values)
-        .execution_options(synchronize_session=False),
-    )
-    return bool(result.rowcount == 1)
 
-
-async def mark_attempt_won(
-    session: AsyncSession, workload_id: int, cluster: str, now: datetime
-) -> None:
-    """The winner's nominated attempt becomes Won, in one statement (no load, no flush)."""
-    await _execute(
-        session,
-        update(AttemptRow)
-        .where(
-            AttemptRow.workload_id == workload_id,
-            AttemptRow.cluster == cluster,
-            AttemptRow.state == states.ATTEMPT_NOMINATED,
-        )
-        .values(
-            state=states.ATTEMPT_WON,
-            admitted_at=func.coalesce(
-                AttemptRow.admitted_at, literal(now, AttemptRow.admitted_at.type)
+    return GuardedWrite(
+        guard,
+        [
+            attempt_won,
+            event_follower(
+                at=now,
+                kind="Admitted",
+                message=f"admitted in {cluster}; it is the winner",
+                cluster=cluster,
             ),
-        )
-        .execution_options(synchronize_session=False),
+        ],
     )
 
 
-async def finish_workload(
-    session: AsyncSession,
+def finishing(
     workload_id: int,
     *,
     result: str,
     message: str | None,
     remote_status: dict[str, Any] | None,
     now: datetime,
-) -> tuple[bool, str | None]:
-    """Record how an unfinished workload ended, and end its active attempts: two UPDATEs, no load.
+) -> GuardedWrite:
+    """Record how an unfinished workload ended, end its active attempts, log it.
 
-    The first UPDATE matches only a workload not yet in a final state, so of two concurrent
-    finishes (a watch event and a resync) one records it and the other sees (False, None).
-    Returns whether this call recorded it, and the winner cluster.
+    The guard matches only a workload not yet in a final state, so of two concurrent finishes
+    (a watch event and a resync) one records it and the other matches nothing. It returns the
+    winner cluster (`cluster`), whose attempt takes the result; any other active one is removed.
     """
     values: dict[str, Any] = {
         "state": result,
         "message": message or None,
         "finished_at": now,
         "cleanup_pending": True,
-        "started_at": func.coalesce(
-            WorkloadRow.started_at, literal(now, WorkloadRow.started_at.type)
-        ),
+        "started_at": func.coalesce(WorkloadRow.started_at, _at(now)),
     }
     if remote_status is not None:
         values["remote_status"] = remote_status
-    updated = await _execute(
-        session,
+    guard = (
         update(WorkloadRow)
         .where(WorkloadRow.id == workload_id, WorkloadRow.state.not_in(states.FINAL_STATES))
         .values(**values)
-        .returning(WorkloadRow.cluster)
-        .execution_options(synchronize_session=False),
+        .returning(WorkloadRow.id, WorkloadRow.cluster)
     )
-    found = updated.one_or_none()
-    if found is None:
-        return False, None
-    cluster: str | None = found[0]
-    # The winner's attempt takes the result; any other still active one is removed.
-    outcome = (
-        case((AttemptRow.cluster == cluster, result), else_=states.ATTEMPT_REMOVED)
-        if cluster is not None
-        else literal(states.ATTEMPT_REMOVED)
+
+    def attempts_end(matched: FromClause) -> Update:
+        winner = select(matched.c.cluster).scalar_subquery()
+        return (
+            update(AttemptRow)
+            .where(
+                AttemptRow.workload_id.in_(_workload_ids(matched)),
+                AttemptRow.state.in_(states.ATTEMPT_ACTIVE),
+            )
+            .values(
+                state=case((AttemptRow.cluster == winner, result), else_=states.ATTEMPT_REMOVED),
+                removed_at=now,
+            )
+        )
+
+    return GuardedWrite(
+        guard,
+        [
+            attempts_end,
+            event_follower(
+                at=now, kind=result, message=message or result, cluster_column="cluster"
+            ),
+        ],
     )
-    await _execute(
-        session,
-        update(AttemptRow)
-        .where(AttemptRow.workload_id == workload_id, AttemptRow.state.in_(states.ATTEMPT_ACTIVE))
-        .values(state=outcome, removed_at=now)
-        .execution_options(synchronize_session=False),
-    )
-    return True, cluster
 
 
-async def remove_active_attempts(
-    session: AsyncSession,
+def workload_change(
     workload_id: int,
+    values: dict[str, Any],
     *,
-    reason: str,
-    now: datetime,
-    keep_cluster: str | None = None,
-    keep_reason: bool = False,
-) -> None:
-    """Mark the workload's active attempts Removed (except `keep_cluster`'s), in one UPDATE.
+    followers: Sequence[Follower] = (),
+    won_by: str | None = None,
+) -> GuardedWrite:
+    """Set columns of one workload (none: just find it) and run `followers` if it matched.
+
+    `won_by`: match only while that cluster is still the unfinished workload's winner, so a
+    decision taken on an older read (before an eviction or a finish) changes nothing.
+    """
+    # With nothing to set, the row is still touched: the guard must match exactly when the
+    # workload exists, and take its lock as every decision does.
+    changes = values or {"id": WorkloadRow.id}
+    guard = update(WorkloadRow).where(WorkloadRow.id == workload_id)
+    if won_by is not None:
+        guard = guard.where(
+            WorkloadRow.cluster == won_by, WorkloadRow.state.not_in(states.FINAL_STATES)
+        )
+    return GuardedWrite(guard.values(**changes).returning(WorkloadRow.id), list(followers))
+
+
+def attempts_removed(
+    *, reason: str, now: datetime, keep_cluster: str | None = None, keep_reason: bool = False
+) -> Follower:
+    """Follower: the matched workload's active attempts (except `keep_cluster`'s) end Removed.
 
     With `keep_reason`, an attempt that already has a reason keeps it.
     """
-    statement = update(AttemptRow).where(
-        AttemptRow.workload_id == workload_id, AttemptRow.state.in_(states.ATTEMPT_ACTIVE)
-    )
-    if keep_cluster is not None:
-        statement = statement.where(AttemptRow.cluster != keep_cluster)
     new_reason: Any = (
         func.coalesce(func.nullif(AttemptRow.reason, ""), reason) if keep_reason else reason
     )
-    await _execute(
-        session,
-        statement.values(
-            state=states.ATTEMPT_REMOVED, reason=new_reason, removed_at=now
-        ).execution_options(synchronize_session=False),
+    return _ending_attempts(
+        state=states.ATTEMPT_REMOVED, reason=new_reason, now=now, except_cluster=keep_cluster
     )
 
 
-async def _execute(session: AsyncSession, statement: Executable) -> CursorResult[Any]:
-    """Run a Core statement on the session's connection, inside its transaction.
+def _ending_attempts(
+    *,
+    state: str,
+    reason: Any,
+    now: datetime,
+    only_clusters: list[str] | None = None,
+    except_cluster: str | None = None,
+) -> Follower:
+    def build(matched: FromClause) -> Update:
+        statement = update(AttemptRow).where(
+            AttemptRow.workload_id.in_(_workload_ids(matched)),
+            AttemptRow.state.in_(states.ATTEMPT_ACTIVE),
+        )
+        if only_clusters is not None:
+            statement = statement.where(AttemptRow.cluster.in_(only_clusters))
+        if except_cluster is not None:
+            statement = statement.where(AttemptRow.cluster != except_cluster)
+        return statement.values(state=state, reason=reason, removed_at=now)
 
-    Session.execute would take an UPDATE on a mapped class through the ORM's bulk-update
-    path (a third of these statements' CPU), though nothing here needs it: the changed rows
-    are never the session's loaded objects. Anything already added to the session is flushed
-    first, as Session.execute's autoflush would.
+    return build
+
+
+def submission(row: WorkloadRow, event: Follower) -> GuardedWrite:
+    """Insert a new workload (from `new_workload_row`) and log `event` for it.
+
+    The unique (namespace, name) constraint is the duplicate check: an IntegrityError.
     """
-    if session.new or session.dirty or session.deleted:
-        await session.flush()
-    connection = await session.connection()
-    return await connection.execute(statement)
+    columns = {
+        column.key: getattr(row, column.key)
+        for column in WorkloadRow.__table__.columns
+        if column.key != "id"
+    }
+    guard = insert(WorkloadRow).values(**columns).returning(WorkloadRow.id)
+    return GuardedWrite(guard, [event])
+
+
+def _at(now: datetime) -> ColumnElement[datetime]:
+    """`now` as a typed bind, for use inside SQL expressions (COALESCE, SELECT lists)."""
+    return literal(now, WorkloadRow.created_at.type)
 
 
 def active_attempt(row: WorkloadRow, cluster: str) -> AttemptRow | None:

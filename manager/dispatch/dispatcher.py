@@ -24,10 +24,12 @@ from manager import states
 from manager.db import clusters as cluster_queries
 from manager.db import workloads as workload_queries
 from manager.db.credentials import KubeconfigCipher
-from manager.db.events import append_event
+from manager.db.events import append_event, event_follower
+from manager.db.guarded import GuardedWriter
 from manager.db.session import SessionFactory, read_sessions
 from manager.db.tables import AttemptRow, ClusterRow, WorkloadRow
 from manager.dispatch import preemption
+from manager.dispatch.batch_reads import CoalescingLoader
 from manager.dispatch.eviction import take_back
 from manager.dispatch.nomination import (
     Candidate,
@@ -77,6 +79,9 @@ class DispatcherSettings:
     gc_seconds: float = 60.0
     lost_check_seconds: float = 5.0
     workers: int = 16
+    # How long the first reconcile to read waits for others to share its query (see
+    # batch_reads): a few milliseconds of latency for one read instead of many under a backlog.
+    read_window_seconds: float = 0.002
     connection: ConnectionSettings = field(default_factory=ConnectionSettings)
 
 
@@ -130,12 +135,14 @@ class Dispatcher:
     ) -> None:
         self._sessions = sessions
         self._reads = read_sessions(sessions)
+        self.writer = GuardedWriter(sessions.kw["bind"])
         self._cipher = cipher
         self.settings = settings
         self._clock = clock
         self._metrics = metrics
         self.connections: dict[str, ClusterConnection] = {}
         self._queue: WorkQueue[int] = WorkQueue()
+        self._rows = CoalescingLoader(self._read_rows, window=settings.read_window_seconds)
         self._tasks: list[asyncio.Task[None]] = []
         # (namespace, workload name) and (namespace, job name) -> workload id.
         self._by_workload_name: dict[Key, int] = {}
@@ -288,7 +295,7 @@ class Dispatcher:
             was = row.state if row else None
             await cluster_queries.mark_connected(session, connection.name, now)
             if was != states.CLUSTER_CONNECTED:
-                append_event(
+                await append_event(
                     session,
                     at=now,
                     kind="ClusterConnected",
@@ -313,7 +320,7 @@ class Dispatcher:
                 session, connection.name, state=state, reason=reason, message=message, now=now
             )
             if first:
-                append_event(
+                await append_event(
                     session,
                     at=now,
                     kind="ClusterUnreachable",
@@ -390,10 +397,17 @@ class Dispatcher:
             log.exception("workload %s: reconcile failed; retrying", workload_id)
             self._queue.add_after(workload_id, 5.0)
 
+    async def _read_rows(self, workload_ids: list[int]) -> dict[int, WorkloadRow]:
+        # Padded to a power of two with repeats: each list length is a statement of its own
+        # to prepare, and a handful of lengths keeps them all in the driver's cache.
+        size = 1 << (len(workload_ids) - 1).bit_length()
+        padded = workload_ids + [workload_ids[-1]] * (size - len(workload_ids))
+        async with self._reads() as session:
+            return await workload_queries.get_workloads_by_ids(session, padded)
+
     async def reconcile(self, workload_id: int) -> None:
         self._reconciled_at[workload_id] = asyncio.get_running_loop().time()
-        async with self._reads() as session:
-            row = await workload_queries.get_workload_by_id(session, workload_id)
+        row = await self._rows.load(workload_id)
         if row is None:
             return
         if row.state in states.FINAL_STATES and not row.cleanup_pending:
@@ -434,7 +448,7 @@ class Dispatcher:
                     fresh.finished_at = now
                     fresh.message = "cancelled by request"
                     fresh.cleanup_pending = True
-                    append_event(
+                    await append_event(
                         session,
                         at=now,
                         kind="Cancelled",
@@ -454,16 +468,16 @@ class Dispatcher:
         """
         for conn in self.ready_connections().values():
             await self._delete_copies(row, conn)
-        async with self._sessions.begin() as session:
-            # The workload row first (its lock), then its attempts, as every decision does.
-            if not await workload_queries.update_workload(
-                session, row.id, {"cleanup_pending": False}
-            ):
-                return
-            if not attempts_ended:
-                await workload_queries.remove_active_attempts(
-                    session, row.id, reason="Finished", now=now, keep_reason=True
-                )
+        followers = (
+            []
+            if attempts_ended
+            else [workload_queries.attempts_removed(reason="Finished", now=now, keep_reason=True)]
+        )
+        change = workload_queries.workload_change(
+            row.id, {"cleanup_pending": False}, followers=followers
+        )
+        if await self.writer.write(change) is None:
+            return
         self._unindex(row)
         self._changed()
 
@@ -528,11 +542,13 @@ class Dispatcher:
         if not job_live:
             if row.job_created_at is None:
                 changes["job_created_at"] = now
-                await self._save(
-                    row.id,
+                if not await self._save(
+                    row,
                     changes,
                     event=("JobCreating", row.cluster, f"creating the Job in {row.cluster}"),
-                )
+                ):
+                    self._queue.add(row.id)  # evicted or finished since the read
+                    return
                 changes = {}
             body = job_copy(
                 row.manifest, workload_name=row.workload_name, origin=self.settings.origin
@@ -549,7 +565,7 @@ class Dispatcher:
         ]
         if changes or others_active:
             await self._save(
-                row.id,
+                row,
                 changes,
                 remove_attempts_except=row.cluster if others_active else None,
                 reason="LostElection",
@@ -564,61 +580,46 @@ class Dispatcher:
 
     async def _save(
         self,
-        workload_id: int,
+        row: WorkloadRow,
         changes: dict[str, Any],
         *,
         event: tuple[str, str | None, str] | None = None,
         remove_attempts_except: str | None = None,
         reason: str = "",
-    ) -> None:
+    ) -> bool:
+        """Record a step of following the winner; False if it is no longer the winner."""
         now = self._clock.now()
-        async with self._sessions.begin() as session:
-            # One UPDATE (it locks the row, or finds none), no load; then the attempts.
-            if not await workload_queries.update_workload(session, workload_id, changes):
-                return
-            if remove_attempts_except is not None:
-                await workload_queries.remove_active_attempts(
-                    session,
-                    workload_id,
-                    reason=reason,
-                    now=now,
-                    keep_cluster=remove_attempts_except,
+        followers = []
+        if remove_attempts_except is not None:
+            followers.append(
+                workload_queries.attempts_removed(
+                    reason=reason, now=now, keep_cluster=remove_attempts_except
                 )
-            if event is not None:
-                kind, cluster, message = event
-                append_event(
-                    session,
-                    at=now,
-                    kind=kind,
-                    message=message,
-                    workload_id=workload_id,
-                    cluster=cluster,
-                )
+            )
+        if event is not None:
+            kind, cluster, message = event
+            followers.append(event_follower(at=now, kind=kind, message=message, cluster=cluster))
+        change = workload_queries.workload_change(
+            row.id, changes, followers=followers, won_by=row.cluster
+        )
+        if await self.writer.write(change) is None:
+            return False
         self._changed()
+        return True
 
     async def _finish(
         self, row: WorkloadRow, result: str, message: str | None, job_obj: dict[str, Any] | None
     ) -> None:
         now = self._clock.now()
-        async with self._sessions.begin() as session:
-            recorded, cluster = await workload_queries.finish_workload(
-                session,
-                row.id,
-                result=result,
-                message=message,
-                remote_status=job_obj.get("status") if job_obj is not None else None,
-                now=now,
-            )
-            if not recorded:
-                return
-            append_event(
-                session,
-                at=now,
-                kind=result,
-                message=message or result,
-                workload_id=row.id,
-                cluster=cluster,
-            )
+        finish = workload_queries.finishing(
+            row.id,
+            result=result,
+            message=message,
+            remote_status=job_obj.get("status") if job_obj is not None else None,
+            now=now,
+        )
+        if await self.writer.write(finish) is None:
+            return  # another finish recorded it first
         self._metrics.finished.labels(cluster_queue=row.queue, result=result).inc()
         self._changed()
         # The remote objects go now, without another read of the row this call just finished.
@@ -644,7 +645,7 @@ class Dispatcher:
                 )
                 if row is None or row.state in states.FINAL_STATES:
                     continue
-                if take_back(
+                if await take_back(
                     session,
                     row,
                     cluster,
@@ -700,49 +701,44 @@ class Dispatcher:
             or list(choice.clusters) != list(row.nominated)
             or (choice.round_started_at != row.round_started_at)
         ):
-            async with self._sessions.begin() as session:
-                fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
-                if fresh is None or fresh.cluster is not None or fresh.cancel_requested:
-                    self._queue.add(row.id)
-                    return
-                fresh.nominated = list(choice.clusters)
-                fresh.round_started_at = choice.round_started_at
-                for attempt in workload_queries.active_attempts(fresh):
-                    if attempt.cluster in withdrawn:
-                        attempt.state = states.ATTEMPT_REMOVED
-                        attempt.reason = step.withdrawn_reasons.get(attempt.cluster, "NotNominated")
-                        attempt.removed_at = now
-                for name in new:
-                    session.add(
-                        AttemptRow(
-                            workload_id=fresh.id,
-                            cluster=name,
-                            state=states.ATTEMPT_NOMINATED,
-                            reason=preemption.NOMINEE if name == step.nominee else None,
-                            message=step.message if name == step.nominee else None,
-                            created_at=now,
-                        )
-                    )
-                if step.message is not None and (new or withdrawn):
-                    append_event(
-                        session,
+            events = []
+            if step.message is not None and (new or withdrawn):
+                events.append(
+                    event_follower(
                         at=now,
                         kind="PreemptionNominated",
                         message=step.message,
-                        workload_id=fresh.id,
                         cluster=step.nominee,
                     )
-                if new and fresh.state in (states.PENDING, states.EVICTED):
-                    fresh.state = states.DISPATCHED
-                    fresh.dispatched_at = fresh.dispatched_at or now
-                if new:
-                    append_event(
-                        session,
-                        at=now,
-                        kind="Nominated",
-                        message="copies sent to " + ", ".join(new),
-                        workload_id=fresh.id,
+                )
+            if new:
+                events.append(
+                    event_follower(
+                        at=now, kind="Nominated", message="copies sent to " + ", ".join(new)
                     )
+                )
+            recorded = await self.writer.write(
+                workload_queries.nomination(
+                    row.id,
+                    clusters=list(choice.clusters),
+                    round_started_at=choice.round_started_at,
+                    withdrawn={
+                        name: step.withdrawn_reasons.get(name, "NotNominated") for name in withdrawn
+                    },
+                    new=[
+                        (name, preemption.NOMINEE, step.message)
+                        if name == step.nominee
+                        else (name, None, None)
+                        for name in new
+                    ],
+                    events=events,
+                    now=now,
+                )
+            )
+            if recorded is None:
+                # A cluster won or a cancel came since the read: look again.
+                self._queue.add(row.id)
+                return
         for name in withdrawn:
             if name in ready and name not in targets:
                 await self._delete_copies(row, ready[name])
@@ -773,25 +769,23 @@ class Dispatcher:
 
     async def _elect(self, row: WorkloadRow, cluster: str) -> None:
         now = self._clock.now()
-        async with self._sessions.begin() as session:
-            won = await workload_queries.elect_winner(session, row.id, cluster, now)
-            if won:
-                await workload_queries.mark_attempt_won(session, row.id, cluster, now)
-                append_event(
-                    session,
-                    at=now,
-                    kind="Admitted",
-                    message=f"admitted in {cluster}; it is the winner",
-                    workload_id=row.id,
-                    cluster=cluster,
-                )
+        won = await self.writer.write(workload_queries.election(row.id, cluster, now)) is not None
         self._changed()
-        if won:
-            self._metrics.admitted.labels(cluster_queue=row.queue, cluster=cluster).inc()
-            self._metrics.wait_time.labels(cluster_queue=row.queue).observe(
-                max((now - row.created_at).total_seconds(), 0.0)
-            )
-        self._queue.add(row.id)
+        if not won:
+            self._queue.add(row.id)  # someone else decided first: look at what they decided
+            return
+        self._metrics.admitted.labels(cluster_queue=row.queue, cluster=cluster).inc()
+        self._metrics.wait_time.labels(cluster_queue=row.queue).observe(
+            max((now - row.created_at).total_seconds(), 0.0)
+        )
+        # Go on from what the election wrote instead of reading it back: the other copies go
+        # and the Job is created in this same reconcile.
+        row.cluster, row.state, row.admitted_at, row.message = cluster, states.ADMITTED, now, None
+        for attempt in workload_queries.active_attempts(row):
+            if attempt.cluster == cluster and attempt.state == states.ATTEMPT_NOMINATED:
+                attempt.state = states.ATTEMPT_WON
+                attempt.admitted_at = attempt.admitted_at or now
+        await self._follow_winner(row)
 
     # ---- BestFit bookkeeping -----------------------------------------------------------------
 
@@ -988,7 +982,7 @@ class Dispatcher:
         if mark_lost:
             async with self._sessions.begin() as session:
                 await cluster_queries.mark_lost(session, name)
-                append_event(
+                await append_event(
                     session, at=self._clock.now(), kind="WorkerLost", message=message, cluster=name
                 )
         for workload_id in affected:

@@ -12,7 +12,7 @@ from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
 
 
-def take_back(
+async def take_back(
     session: AsyncSession,
     row: WorkloadRow,
     cluster: str,
@@ -42,7 +42,7 @@ def take_back(
     row.admitted_at = None
     row.nominated = [n for n in row.nominated if n != cluster]
     row.round_started_at = None
-    append_event(
+    await append_event(
         session,
         at=now,
         kind="Evicted",

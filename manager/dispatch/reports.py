@@ -17,7 +17,7 @@ from sqlalchemy.orm import selectinload
 from manager import states
 from manager.agent_report import AgentReport
 from manager.db import clusters as cluster_queries
-from manager.db.events import append_event
+from manager.db.events import Event, append_events
 from manager.db.reports import claim_report
 from manager.db.tables import WorkloadRow
 from manager.dispatch.eviction import take_back
@@ -104,6 +104,8 @@ async def apply_report(
             if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:
                 attempt.admitted_at = attempt.admitted_at or admission.admitted_at or now
         outcome.touched.add(row.id)
+    # The finishes' events go in one INSERT after the loop (the rows' changes flush with it).
+    events: list[Event] = []
     for finish in report.finishes:
         row = rows.get(finish.namespace, finish.name)
         if row is None or row.cluster != cluster or row.state in states.FINAL_STATES:
@@ -119,16 +121,18 @@ async def apply_report(
             if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:
                 attempt.state = finish.state
                 attempt.removed_at = now
-        append_event(
-            session,
-            at=now,
-            kind=finish.state,
-            message=finish.message or f"{finish.state} (agent report)",
-            workload_id=row.id,
-            cluster=cluster,
+        events.append(
+            Event(
+                at=now,
+                kind=finish.state,
+                message=finish.message or f"{finish.state} (agent report)",
+                workload_id=row.id,
+                cluster=cluster,
+            )
         )
         outcome.touched.add(row.id)
         outcome.finished.append((row.queue, finish.state))
+    await append_events(session, events)
     for eviction in report.evictions:
         row = rows.get(eviction.namespace, eviction.name)
         if row is None:
@@ -140,7 +144,7 @@ async def apply_report(
                     attempt.admitted_at = None
             outcome.touched.add(row.id)
             continue
-        if take_back(
+        if await take_back(
             session,
             row,
             cluster,

@@ -293,7 +293,7 @@ class ManagerClusterSource:
                     source=CLUSTER_SOURCE,
                     now=now,
                 )
-                append_event(
+                await append_event(
                     session,
                     at=now,
                     kind="ClusterRegistered",
@@ -460,7 +460,7 @@ class ManagerClusterSource:
         try:
             async with runtime.sessions.begin() as session:
                 await workload_queries.add_workload(session, row)
-                append_event(
+                await append_event(
                     session,
                     at=now,
                     kind="Submitted",
@@ -593,7 +593,7 @@ class ManagerClusterSource:
             if fresh is None or fresh.state in states.FINAL_STATES:
                 return
             fresh.cancel_requested = True
-            append_event(
+            await append_event(
                 session,
                 at=runtime.clock.now(),
                 kind="CancelRequested",

@@ -44,7 +44,7 @@ async def register_cluster(body: ClusterCreate, runtime: Runtime, _: User) -> Cl
                 source="api",
                 now=now,
             )
-            append_event(
+            await append_event(
                 session, at=now, kind="ClusterRegistered", message="registered", cluster=body.name
             )
     except IntegrityError as error:
@@ -93,7 +93,7 @@ async def delete_cluster(name: str, runtime: Runtime, _: User) -> Response:
     await runtime.dispatcher.remove_cluster(name)
     async with runtime.sessions.begin() as session:
         await queries.delete_cluster(session, name)
-        append_event(
+        await append_event(
             session, at=runtime.clock.now(), kind="ClusterDeleted", message="deleted", cluster=name
         )
     return Response(status_code=204)
@@ -111,7 +111,7 @@ async def rotate_token(name: str, runtime: Runtime, _: User) -> ClusterCreated:
         if row is None:
             raise ApiError(404, "NotFound", f"cluster {name!r} not found", "name")
         row.token_sha256 = token_digest(token)
-        append_event(
+        await append_event(
             session,
             at=runtime.clock.now(),
             kind="TokenRotated",

@@ -18,7 +18,7 @@ from manager.api.pagination import decode_continue, encode_continue
 from manager.api.schemas import Nominations, Page, WorkloadOut
 from manager.api.views import workload_view
 from manager.db import workloads as queries
-from manager.db.events import append_event, workload_events
+from manager.db.events import append_event, event_follower, workload_events
 from manager.db.tables import WorkloadRow
 from manager.jobs import (
     PRIORITY_CLASS_LABEL,
@@ -113,17 +113,12 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
         now=now,
         message=None if exists else "no worker cluster is connected yet",
     )
+    event = event_follower(at=now, kind="Submitted", message=f"submitted to queue {job.queue}")
     try:
         # The unique (namespace, name) constraint is the duplicate check: one round trip less.
-        async with runtime.sessions.begin() as session:
-            await queries.add_workload(session, row)
-            append_event(
-                session,
-                at=now,
-                kind="Submitted",
-                message=f"submitted to queue {job.queue}",
-                workload_id=row.id,
-            )
+        inserted = await runtime.dispatcher.writer.write(queries.submission(row, event))
+        assert inserted is not None  # an INSERT without a condition always matches
+        row.id = inserted.id
     except IntegrityError as error:
         raise ApiError(
             409,
@@ -189,7 +184,7 @@ async def cancel_workload(namespace: str, name: str, runtime: Runtime, _: User) 
             fresh = await queries.get_workload_by_id(session, row.id, for_update=True)
             if fresh is not None and fresh.state not in states.FINAL_STATES:
                 fresh.cancel_requested = True
-                append_event(
+                await append_event(
                     session,
                     at=runtime.clock.now(),
                     kind="CancelRequested",

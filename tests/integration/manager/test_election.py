@@ -1,16 +1,31 @@
 """The manager's decisions under concurrency: of concurrent elections exactly one wins, and
-of concurrent finishes (watch, report, resync) exactly one records the end."""
+of concurrent finishes (watch, report, resync) exactly one records the end, with its event.
+
+Both run on Postgres (one statement per decision) and on the demo's SQLite (a transaction per
+decision): see manager.db.guarded."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import pytest
+from sqlalchemy import select
+
 from manager import states
+from manager.db.guarded import GuardedWriter
+from manager.db.schema import migrate
 from manager.db.session import make_engine, make_session_factory
-from manager.db.tables import AttemptRow, WorkloadRow
-from manager.db.workloads import add_workload, elect_winner, finish_workload, get_workload_by_id
+from manager.db.tables import AttemptRow, EventRow, WorkloadRow
+from manager.db.workloads import (
+    add_workload,
+    election,
+    finishing,
+    get_workload_by_id,
+    workload_change,
+)
 
 
 def job_row(state: str, at: datetime, **fields: Any) -> WorkloadRow:
@@ -35,17 +50,43 @@ def job_row(state: str, at: datetime, **fields: Any) -> WorkloadRow:
     )
 
 
-async def test_concurrent_elections_have_exactly_one_winner(clean_database: str) -> None:
-    engine = make_engine(clean_database)
+@pytest.fixture(params=["postgres", "sqlite"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The test's database URL: the clean Postgres one, or a migrated SQLite file."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("clean_database"))
+    url = f"sqlite+aiosqlite:///{tmp_path / 'manager.db'}"
+
+    async def migrated() -> None:
+        engine = make_engine(url)
+        try:
+            await migrate(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(migrated())
+    return url
+
+
+async def _event_kinds(sessions: Any, workload_id: int) -> list[str]:
+    async with sessions() as session:
+        result = await session.execute(
+            select(EventRow.kind).where(EventRow.workload_id == workload_id)
+        )
+        return list(result.scalars())
+
+
+async def test_concurrent_elections_have_exactly_one_winner(database: str) -> None:
+    engine = make_engine(database)
     sessions = make_session_factory(engine)
+    writer = GuardedWriter(engine)
     now = datetime.now(UTC)
     try:
         async with sessions.begin() as session:
             row = await add_workload(session, job_row(states.DISPATCHED, now))
 
         async def elect(cluster: str) -> bool:
-            async with sessions.begin() as session:
-                return await elect_winner(session, row.id, cluster, now)
+            return await writer.write(election(row.id, cluster, now)) is not None
 
         results = await asyncio.gather(*(elect(c) for c in ["a", "b", "c", "d"] * 5))
         assert sum(results) == 1
@@ -54,13 +95,15 @@ async def test_concurrent_elections_have_exactly_one_winner(clean_database: str)
         assert stored is not None and stored.state == states.ADMITTED
         winner = ["a", "b", "c", "d"][results.index(True) % 4]
         assert stored.cluster == winner
+        assert await _event_kinds(sessions, row.id) == ["Admitted"]
     finally:
         await engine.dispose()
 
 
-async def test_concurrent_finishes_record_the_end_once(clean_database: str) -> None:
-    engine = make_engine(clean_database)
+async def test_concurrent_finishes_record_the_end_once(database: str) -> None:
+    engine = make_engine(database)
     sessions = make_session_factory(engine)
+    writer = GuardedWriter(engine)
     started = datetime.now(UTC)
     now = started + timedelta(seconds=5)
     try:
@@ -80,15 +123,12 @@ async def test_concurrent_finishes_record_the_end_once(clean_database: str) -> N
             )
 
         async def finish(result: str) -> tuple[bool, str | None]:
-            async with sessions.begin() as session:
-                return await finish_workload(
-                    session,
-                    row.id,
-                    result=result,
-                    message=None,
-                    remote_status={"succeeded": 1},
-                    now=now,
+            recorded = await writer.write(
+                finishing(
+                    row.id, result=result, message=None, remote_status={"succeeded": 1}, now=now
                 )
+            )
+            return (True, recorded.cluster) if recorded is not None else (False, None)
 
         outcomes = await asyncio.gather(*(finish(r) for r in [states.SUCCEEDED, states.FAILED] * 5))
         assert [recorded for recorded, _ in outcomes].count(True) == 1
@@ -105,5 +145,31 @@ async def test_concurrent_finishes_record_the_end_once(clean_database: str) -> N
             ("a", result),
             ("b", states.ATTEMPT_REMOVED),
         }
+        assert await _event_kinds(sessions, row.id) == [result]
+    finally:
+        await engine.dispose()
+
+
+async def test_a_step_decided_before_an_eviction_changes_nothing(database: str) -> None:
+    """Following the winner (Job created, Running) on a read taken before the workload was
+    evicted must not bring the evicted workload back to Running."""
+    engine = make_engine(database)
+    sessions = make_session_factory(engine)
+    writer = GuardedWriter(engine)
+    now = datetime.now(UTC)
+    try:
+        async with sessions.begin() as session:
+            row = await add_workload(session, job_row(states.ADMITTED, now, cluster="a"))
+        stale_step = workload_change(row.id, {"state": states.RUNNING}, won_by="a")
+        async with sessions.begin() as session:
+            stored = await get_workload_by_id(session, row.id, for_update=True)
+            assert stored is not None
+            stored.cluster, stored.state = None, states.EVICTED
+        assert await writer.write(stale_step) is None
+        async with sessions() as session:
+            stored = await get_workload_by_id(session, row.id)
+        assert stored is not None and (stored.state, stored.cluster) == (states.EVICTED, None)
+        current_step = workload_change(row.id, {"message": "x"}, won_by=None)
+        assert await writer.write(current_step) is not None
     finally:
         await engine.dispose()
