@@ -69,7 +69,13 @@ def _split_listen(listen: str) -> tuple[str, int]:
     help="kubeconfig of the manager cluster (MultiKueue objects, Jobs to dispatch)",
 )
 @click.option("--listen", default="127.0.0.1:8080", show_default=True, help="HOST:PORT")
-def serve(database_url: str, kubeconfig: str | None, listen: str) -> None:
+@click.option(
+    "--access-log/--no-access-log",
+    default=False,
+    show_default=True,
+    help="log every HTTP request (agents report several times a second per worker)",
+)
+def serve(database_url: str, kubeconfig: str | None, listen: str, access_log: bool) -> None:
     """Serve the REST API and dispatch workloads to the worker clusters.
 
     Reads MKQ_API_TOKEN and MKQ_ENCRYPTION_KEY (and the other MKQ_* settings) from the
@@ -125,7 +131,7 @@ def serve(database_url: str, kubeconfig: str | None, listen: str) -> None:
     console.print(f"manager listening on http://{host}:{port} (OpenAPI at /openapi.json)")
     profile_out = os.environ.get("MKQ_PROFILE_OUT")
     if not profile_out:
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
         return
     # For benchmarks: profile the whole run and write pstats to MKQ_PROFILE_OUT on shutdown.
     import cProfile
@@ -140,7 +146,7 @@ def serve(database_url: str, kubeconfig: str | None, listen: str) -> None:
     profiler = cProfile.Profile()
     profiler.enable()
     try:
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
     finally:
         profiler.disable()
         profiler.dump_stats(profile_out)
