@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, Insert, insert, literal, select
+from sqlalchemy import ColumnElement, Insert, bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import FromClause
 
@@ -46,29 +47,41 @@ async def append_event(
     await append_events(session, [Event(at, kind, message, workload_id, cluster)])
 
 
-def event_follower(
-    *, at: datetime, kind: str, message: str, cluster: str | None = None, cluster_column: str = ""
-) -> Follower:
-    """The event of a guarded write (manager.db.guarded): logged for the workload the guard
-    matched (its `id`), only if it matched. `cluster_column` takes the cluster from a column
-    the guard returns instead of `cluster`."""
+def event_follower(prefix: str, *, cluster_column: str = "") -> Follower:
+    """The event of a guarded write (manager.db.guarded), logged for the workload the guard
+    matched (its `id`), only if it matched. Its values are the parameters `event_params(prefix,
+    ...)` gives; `cluster_column` takes the cluster from a column the guard returns instead."""
 
     def build(matched: FromClause) -> Insert:
-        where: ColumnElement[str | None] = (
-            matched.c[cluster_column] if cluster_column else literal(cluster, EventRow.cluster.type)
+        cluster: ColumnElement[str | None] = (
+            matched.c[cluster_column]
+            if cluster_column
+            else bindparam(f"{prefix}_cluster", type_=EventRow.cluster.type)
         )
         return insert(EventRow).from_select(
             ["at", "kind", "message", "workload_id", "cluster"],
             select(
-                literal(at, EventRow.at.type),
-                literal(kind, EventRow.kind.type),
-                literal(message, EventRow.message.type),
+                bindparam(f"{prefix}_at", type_=EventRow.at.type),
+                bindparam(f"{prefix}_kind", type_=EventRow.kind.type),
+                bindparam(f"{prefix}_message", type_=EventRow.message.type),
                 matched.c.id,
-                where,
+                cluster,
             ),
         )
 
     return build
+
+
+def event_params(
+    prefix: str, *, at: datetime, kind: str, message: str, cluster: str | None = None
+) -> dict[str, Any]:
+    """The parameters of `event_follower(prefix)`."""
+    return {
+        f"{prefix}_at": at,
+        f"{prefix}_kind": kind,
+        f"{prefix}_message": message,
+        f"{prefix}_cluster": cluster,
+    }
 
 
 async def workload_events(session: AsyncSession, workload_id: int) -> list[EventRow]:

@@ -8,21 +8,24 @@ Postgres spends on the statement. On Postgres the whole group is one statement i
 followers as data-modifying WITH queries that read the guard's RETURNING rows, so they write
 exactly when the guard matched, atomically, in one round trip. SQLite (the demo's store) has no
 data-modifying WITH: there the same statements run in a transaction, the followers reading the
-guard's returned row as literals.
+guard's returned row as parameters.
 
 A follower is built from a FROM clause holding the guard's RETURNING columns (`matched.c.id`,
 ...): it must select from it (INSERT ... SELECT ... FROM matched) or filter by it (WHERE
 workload_id IN (SELECT id FROM matched)), so that it touches nothing when the guard matched
 nothing.
+
+Statements are built once per shape and then only executed with new parameters: building one
+and computing its cache key cost several times what executing it does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Insert, Row, Update, literal, select
+from sqlalchemy import Executable, Insert, Row, Update, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql import FromClause
 from sqlalchemy.sql.dml import ReturningInsert, ReturningUpdate
@@ -33,10 +36,27 @@ Follower = Callable[[FromClause], Insert | Update]
 
 @dataclass(frozen=True)
 class GuardedWrite:
-    """A guard and its followers; see the module docstring."""
+    """What to build (once per `shape`) and the parameters of this execution.
 
+    Everything that varies between executions of one shape is a bind parameter of the built
+    statements, named in `params`; `shape` names everything else. No parameter may be named
+    like a column of a table written: SQLAlchemy would add it to that UPDATE's SET clause.
+    """
+
+    shape: Hashable
+    build: Callable[[], tuple[Guard, Sequence[Follower]]]
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+# The guard's returned row, as bind parameters `matched_<column>`, on the SQLite path.
+_MATCHED = "matched_"
+
+
+@dataclass(frozen=True)
+class _Built:
     guard: Guard
-    followers: Sequence[Follower] = field(default_factory=tuple)
+    followers: tuple[Executable, ...]
+    one_statement: Executable | None
 
 
 class GuardedWriter:
@@ -47,34 +67,37 @@ class GuardedWriter:
         self._one_statement = engine.dialect.name == "postgresql"
         # One statement is its own transaction: no BEGIN/COMMIT round trips around it.
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._built: dict[Hashable, _Built] = {}
 
     async def write(self, write: GuardedWrite) -> Row[Any] | None:
         """The guard's RETURNING row if it matched (and every follower ran), else None."""
-        if self._one_statement:
-            return await self._as_one_statement(write.guard, write.followers)
-        return await self._as_transaction(write.guard, write.followers)
-
-    async def _as_one_statement(
-        self, guard: Guard, followers: Sequence[Follower]
-    ) -> Row[Any] | None:
-        matched = guard.cte("matched")
-        statement = select(matched)
-        for index, follower in enumerate(followers):
-            statement = statement.add_cte(follower(matched).cte(f"follower_{index}"))
-        async with self._autocommit.connect() as connection:
-            return (await connection.execute(statement)).first()
-
-    async def _as_transaction(self, guard: Guard, followers: Sequence[Follower]) -> Row[Any] | None:
+        built = self._built.get(write.shape)
+        if built is None:
+            built = self._built[write.shape] = self._build(*write.build())
+        params = dict(write.params)
+        if built.one_statement is not None:
+            async with self._autocommit.connect() as connection:
+                return (await connection.execute(built.one_statement, params)).first()
         async with self._engine.begin() as connection:
-            row = (await connection.execute(guard)).first()
+            row = (await connection.execute(built.guard, params)).first()
             if row is None:
                 return None
-            matched = select(
-                *(
-                    literal(value, column.type).label(column.key)
-                    for value, column in zip(row, guard.exported_columns, strict=True)
-                )
-            ).subquery("matched")
-            for follower in followers:
-                await connection.execute(follower(matched))
+            params.update({_MATCHED + key: value for key, value in row._mapping.items()})
+            for follower in built.followers:
+                await connection.execute(follower, params)
             return row
+
+    def _build(self, guard: Guard, followers: Sequence[Follower]) -> _Built:
+        if self._one_statement:
+            matched = guard.cte("matched")
+            statement = select(matched)
+            for index, follower in enumerate(followers):
+                statement = statement.add_cte(follower(matched).cte(f"follower_{index}"))
+            return _Built(guard, (), statement)
+        returned = select(
+            *(
+                bindparam(_MATCHED + column.key, type_=column.type).label(column.key)
+                for column in guard.exported_columns
+            )
+        ).subquery("matched")
+        return _Built(guard, tuple(follower(returned) for follower in followers), None)

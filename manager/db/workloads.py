@@ -8,15 +8,18 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
+    BindParameter,
     Insert,
     Select,
     Update,
+    bindparam,
     case,
     func,
     insert,
     literal,
+    null,
     select,
+    true,
     union_all,
     update,
 )
@@ -25,8 +28,8 @@ from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.sql import FromClause
 
 from manager import states
-from manager.db.events import event_follower
-from manager.db.guarded import Follower, GuardedWrite
+from manager.db.events import event_follower, event_params
+from manager.db.guarded import Follower, Guard, GuardedWrite
 from manager.db.tables import AttemptRow, WorkloadRow
 from manager.jobs import SubmittedJob
 
@@ -185,6 +188,21 @@ def _workload_ids(matched: FromClause) -> Select[tuple[int]]:
     return select(matched.c.id)
 
 
+def _param(name: str, column: Any) -> BindParameter[Any]:
+    """A bind parameter typed like `column` (timestamps, JSON), for use inside expressions."""
+    return bindparam(name, type_=column.type)
+
+
+_WORKLOAD = bindparam("p_workload", type_=WorkloadRow.id.type)
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    kind: str
+    message: str
+    cluster: str | None = None
+
+
 def nomination(
     workload_id: int,
     *,
@@ -192,7 +210,7 @@ def nomination(
     round_started_at: datetime | None,
     withdrawn: dict[str, str],
     new: Sequence[tuple[str, str | None, str | None]],
-    events: Sequence[Follower],
+    events: Sequence[EventSpec],
     now: datetime,
 ) -> GuardedWrite:
     """Record the clusters nominated for an undecided workload, with its attempts' changes.
@@ -202,55 +220,83 @@ def nomination(
     that end; `new`: (cluster, reason, message) of the attempts that start; when copies go out,
     a Pending or Evicted workload becomes Dispatched.
     """
-    values: dict[str, Any] = {"nominated": clusters, "round_started_at": round_started_at}
-    if new:
-        becomes_dispatched = WorkloadRow.state.in_((states.PENDING, states.EVICTED))
-        values["state"] = case((becomes_dispatched, states.DISPATCHED), else_=WorkloadRow.state)
-        values["dispatched_at"] = case(
-            (becomes_dispatched, func.coalesce(WorkloadRow.dispatched_at, _at(now))),
-            else_=WorkloadRow.dispatched_at,
+    # Withdrawals are rare and few: their clusters and reasons are part of the shape.
+    ending = tuple(sorted(withdrawn.items()))
+    params: dict[str, Any] = {
+        "p_workload": workload_id,
+        "p_nominated": clusters,
+        "p_round": round_started_at,
+        "p_now": now,
+    }
+    for index, (cluster, reason, message) in enumerate(new):
+        params |= {f"a{index}_cluster": cluster, f"a{index}_reason": reason}
+        params[f"a{index}_message"] = message
+    for index, event in enumerate(events):
+        params |= event_params(
+            f"e{index}", at=now, kind=event.kind, message=event.message, cluster=event.cluster
         )
-    guard = (
-        update(WorkloadRow)
-        .where(
-            WorkloadRow.id == workload_id,
-            WorkloadRow.cluster.is_(None),
-            WorkloadRow.cancel_requested.is_(False),
-        )
-        .values(**values)
-        .returning(WorkloadRow.id)
-    )
-    followers: list[Follower] = []
-    if withdrawn:
-        followers.append(
-            _ending_attempts(
-                state=states.ATTEMPT_REMOVED,
-                reason=case(withdrawn, value=AttemptRow.cluster),
-                now=now,
-                only_clusters=list(withdrawn),
-            )
-        )
-    if new:
 
-        def starting(matched: FromClause) -> Insert:
-            rows = [
-                select(
-                    matched.c.id,
-                    literal(cluster, AttemptRow.cluster.type),
-                    literal(states.ATTEMPT_NOMINATED, AttemptRow.state.type),
-                    literal(reason, AttemptRow.reason.type),
-                    literal(message, AttemptRow.message.type),
-                    _at(now),
+    def build() -> tuple[Guard, list[Follower]]:
+        now_param = _param("p_now", WorkloadRow.dispatched_at)
+        values: dict[str, Any] = {
+            "nominated": bindparam("p_nominated"),
+            "round_started_at": bindparam("p_round"),
+        }
+        if new:
+            becomes_dispatched = WorkloadRow.state.in_((states.PENDING, states.EVICTED))
+            values["state"] = case((becomes_dispatched, states.DISPATCHED), else_=WorkloadRow.state)
+            values["dispatched_at"] = case(
+                (becomes_dispatched, func.coalesce(WorkloadRow.dispatched_at, now_param)),
+                else_=WorkloadRow.dispatched_at,
+            )
+        guard = (
+            update(WorkloadRow)
+            .where(
+                WorkloadRow.id == _WORKLOAD,
+                WorkloadRow.cluster.is_(None),
+                WorkloadRow.cancel_requested.is_(False),
+            )
+            .values(**values)
+            .returning(WorkloadRow.id)
+        )
+        followers: list[Follower] = []
+        if ending:
+            followers.append(
+                _ending_attempts(
+                    state=states.ATTEMPT_REMOVED,
+                    reason=case(dict(ending), value=AttemptRow.cluster),
+                    only_clusters=[cluster for cluster, _ in ending],
                 )
-                for cluster, reason, message in new
-            ]
-            return insert(AttemptRow).from_select(
-                ["workload_id", "cluster", "state", "reason", "message", "created_at"],
-                union_all(*rows) if len(rows) > 1 else rows[0],
             )
+        if new:
+            followers.append(_starting_attempts(len(new)))
+        followers += [event_follower(f"e{index}") for index in range(len(events))]
+        return guard, followers
 
-        followers.append(starting)
-    return GuardedWrite(guard, [*followers, *events])
+    return GuardedWrite(("nomination", bool(new), len(new), ending, len(events)), build, params)
+
+
+def _starting_attempts(count: int) -> Follower:
+    """Follower: `count` new Nominated attempts, from parameters a<i>_cluster/reason/message."""
+
+    def build(matched: FromClause) -> Insert:
+        rows = [
+            select(
+                matched.c.id,
+                _param(f"a{index}_cluster", AttemptRow.cluster),
+                literal(states.ATTEMPT_NOMINATED, AttemptRow.state.type),
+                _param(f"a{index}_reason", AttemptRow.reason),
+                _param(f"a{index}_message", AttemptRow.message),
+                _param("p_now", AttemptRow.created_at),
+            )
+            for index in range(count)
+        ]
+        return insert(AttemptRow).from_select(
+            ["workload_id", "cluster", "state", "reason", "message", "created_at"],
+            union_all(*rows) if count > 1 else rows[0],
+        )
+
+    return build
 
 
 def election(workload_id: int, cluster: str, now: datetime) -> GuardedWrite:
@@ -259,15 +305,32 @@ def election(workload_id: int, cluster: str, now: datetime) -> GuardedWrite:
     The guard is one conditional UPDATE: two concurrent elections (two reconcilers, a report and
     a watch event) cannot both match `cluster IS NULL`, so at most one of them returns a row.
     """
+    params = {"p_workload": workload_id, "p_cluster": cluster, "p_now": now}
+    params |= event_params(
+        "e",
+        at=now,
+        kind="Admitted",
+        message=f"admitted in {cluster}; it is the winner",
+        cluster=cluster,
+    )
+    return GuardedWrite("election", _build_election, params)
+
+
+def _build_election() -> tuple[Guard, list[Follower]]:
     guard = (
         update(WorkloadRow)
         .where(
-            WorkloadRow.id == workload_id,
+            WorkloadRow.id == _WORKLOAD,
             WorkloadRow.cluster.is_(None),
             WorkloadRow.state.in_(states.UNDECIDED_STATES),
             WorkloadRow.cancel_requested.is_(False),
         )
-        .values(cluster=cluster, state=states.ADMITTED, admitted_at=now, message=None)
+        .values(
+            cluster=bindparam("p_cluster"),
+            state=states.ADMITTED,
+            admitted_at=bindparam("p_now"),
+            message=null(),
+        )
         .returning(WorkloadRow.id)
     )
 
@@ -276,27 +339,18 @@ def election(workload_id: int, cluster: str, now: datetime) -> GuardedWrite:
             update(AttemptRow)
             .where(
                 AttemptRow.workload_id.in_(_workload_ids(matched)),
-                AttemptRow.cluster == cluster,
+                AttemptRow.cluster == _param("p_cluster", AttemptRow.cluster),
                 AttemptRow.state == states.ATTEMPT_NOMINATED,
             )
             .values(
                 state=states.ATTEMPT_WON,
-                admitted_at=func.coalesce(AttemptRow.admitted_at, _at(now)),
+                admitted_at=func.coalesce(
+                    AttemptRow.admitted_at, _param("p_now", AttemptRow.admitted_at)
+                ),
             )
         )
 
-    return GuardedWrite(
-        guard,
-        [
-            attempt_won,
-            event_follower(
-                at=now,
-                kind="Admitted",
-                message=f"admitted in {cluster}; it is the winner",
-                cluster=cluster,
-            ),
-        ],
-    )
+    return guard, [attempt_won, event_follower("e")]
 
 
 def finishing(
@@ -313,93 +367,137 @@ def finishing(
     (a watch event and a resync) one records it and the other matches nothing. It returns the
     winner cluster (`cluster`), whose attempt takes the result; any other active one is removed.
     """
-    values: dict[str, Any] = {
-        "state": result,
-        "message": message or None,
-        "finished_at": now,
-        "cleanup_pending": True,
-        "started_at": func.coalesce(WorkloadRow.started_at, _at(now)),
+    with_status = remote_status is not None
+    params: dict[str, Any] = {
+        "p_workload": workload_id,
+        "p_result": result,
+        "p_message": message or None,
+        "p_now": now,
     }
-    if remote_status is not None:
-        values["remote_status"] = remote_status
-    guard = (
-        update(WorkloadRow)
-        .where(WorkloadRow.id == workload_id, WorkloadRow.state.not_in(states.FINAL_STATES))
-        .values(**values)
-        .returning(WorkloadRow.id, WorkloadRow.cluster)
-    )
+    if with_status:
+        params["p_status"] = remote_status
+    params |= event_params("e", at=now, kind=result, message=message or result)
 
-    def attempts_end(matched: FromClause) -> Update:
-        winner = select(matched.c.cluster).scalar_subquery()
-        return (
-            update(AttemptRow)
-            .where(
-                AttemptRow.workload_id.in_(_workload_ids(matched)),
-                AttemptRow.state.in_(states.ATTEMPT_ACTIVE),
-            )
-            .values(
-                state=case((AttemptRow.cluster == winner, result), else_=states.ATTEMPT_REMOVED),
-                removed_at=now,
-            )
+    def build() -> tuple[Guard, list[Follower]]:
+        values: dict[str, Any] = {
+            "state": bindparam("p_result"),
+            "message": bindparam("p_message"),
+            "finished_at": bindparam("p_now"),
+            "cleanup_pending": true(),
+            "started_at": func.coalesce(
+                WorkloadRow.started_at, _param("p_now", WorkloadRow.started_at)
+            ),
+        }
+        if with_status:
+            values["remote_status"] = bindparam("p_status")
+        guard = (
+            update(WorkloadRow)
+            .where(WorkloadRow.id == _WORKLOAD, WorkloadRow.state.not_in(states.FINAL_STATES))
+            .values(**values)
+            .returning(WorkloadRow.id, WorkloadRow.cluster)
         )
 
-    return GuardedWrite(
-        guard,
-        [
-            attempts_end,
-            event_follower(
-                at=now, kind=result, message=message or result, cluster_column="cluster"
-            ),
-        ],
-    )
+        def attempts_end(matched: FromClause) -> Update:
+            winner = select(matched.c.cluster).scalar_subquery()
+            return (
+                update(AttemptRow)
+                .where(
+                    AttemptRow.workload_id.in_(_workload_ids(matched)),
+                    AttemptRow.state.in_(states.ATTEMPT_ACTIVE),
+                )
+                .values(
+                    state=case(
+                        (AttemptRow.cluster == winner, _param("p_result", AttemptRow.state)),
+                        else_=states.ATTEMPT_REMOVED,
+                    ),
+                    removed_at=_param("p_now", AttemptRow.removed_at),
+                )
+            )
+
+        return guard, [attempts_end, event_follower("e", cluster_column="cluster")]
+
+    return GuardedWrite(("finishing", with_status), build, params)
+
+
+@dataclass(frozen=True)
+class AttemptRemoval:
+    """Active attempts to end as Removed: all but `keep_cluster`'s; with `keep_reason`, an
+    attempt that already has a reason keeps it."""
+
+    reason: str
+    keep_cluster: str | None = None
+    keep_reason: bool = False
 
 
 def workload_change(
     workload_id: int,
     values: dict[str, Any],
     *,
-    followers: Sequence[Follower] = (),
+    now: datetime,
     won_by: str | None = None,
+    removal: AttemptRemoval | None = None,
+    event: EventSpec | None = None,
 ) -> GuardedWrite:
-    """Set columns of one workload (none: just find it) and run `followers` if it matched.
+    """Set columns of one workload (none: just find it), and with it end attempts or log.
 
     `won_by`: match only while that cluster is still the unfinished workload's winner, so a
     decision taken on an older read (before an eviction or a finish) changes nothing.
     """
-    # With nothing to set, the row is still touched: the guard must match exactly when the
-    # workload exists, and take its lock as every decision does.
-    changes = values or {"id": WorkloadRow.id}
-    guard = update(WorkloadRow).where(WorkloadRow.id == workload_id)
-    if won_by is not None:
-        guard = guard.where(
-            WorkloadRow.cluster == won_by, WorkloadRow.state.not_in(states.FINAL_STATES)
+    columns = tuple(sorted(values))
+    params: dict[str, Any] = {f"v_{column}": value for column, value in values.items()}
+    params |= {"p_workload": workload_id, "p_won_by": won_by, "p_now": now}
+    if removal is not None:
+        params |= {"r_reason": removal.reason, "r_keep": removal.keep_cluster}
+    if event is not None:
+        params |= event_params(
+            "e", at=now, kind=event.kind, message=event.message, cluster=event.cluster
         )
-    return GuardedWrite(guard.values(**changes).returning(WorkloadRow.id), list(followers))
-
-
-def attempts_removed(
-    *, reason: str, now: datetime, keep_cluster: str | None = None, keep_reason: bool = False
-) -> Follower:
-    """Follower: the matched workload's active attempts (except `keep_cluster`'s) end Removed.
-
-    With `keep_reason`, an attempt that already has a reason keeps it.
-    """
-    new_reason: Any = (
-        func.coalesce(func.nullif(AttemptRow.reason, ""), reason) if keep_reason else reason
+    removal_shape = (
+        None if removal is None else (removal.keep_cluster is not None, removal.keep_reason)
     )
-    return _ending_attempts(
-        state=states.ATTEMPT_REMOVED, reason=new_reason, now=now, except_cluster=keep_cluster
-    )
+
+    def build() -> tuple[Guard, list[Follower]]:
+        # With nothing to set, the row is still touched: the guard must match exactly when
+        # the workload exists, and take its lock as every decision does.
+        changes: dict[str, Any] = {c: bindparam(f"v_{c}") for c in columns} or {
+            "id": WorkloadRow.id
+        }
+        guard = update(WorkloadRow).where(WorkloadRow.id == _WORKLOAD)
+        if won_by is not None:
+            guard = guard.where(
+                WorkloadRow.cluster == _param("p_won_by", WorkloadRow.cluster),
+                WorkloadRow.state.not_in(states.FINAL_STATES),
+            )
+        followers: list[Follower] = []
+        if removal is not None:
+            reason: Any = _param("r_reason", AttemptRow.reason)
+            if removal.keep_reason:
+                reason = func.coalesce(func.nullif(AttemptRow.reason, ""), reason)
+            followers.append(
+                _ending_attempts(
+                    state=states.ATTEMPT_REMOVED,
+                    reason=reason,
+                    except_cluster=removal.keep_cluster is not None,
+                )
+            )
+        if event is not None:
+            followers.append(event_follower("e"))
+        return guard.values(**changes).returning(WorkloadRow.id), followers
+
+    shape = ("change", columns, won_by is not None, removal_shape, event is not None)
+    return GuardedWrite(shape, build, params)
 
 
 def _ending_attempts(
     *,
     state: str,
     reason: Any,
-    now: datetime,
     only_clusters: list[str] | None = None,
-    except_cluster: str | None = None,
+    except_cluster: bool = False,
 ) -> Follower:
+    """Follower: the matched workload's active attempts end in `state` at `p_now`; only those
+    in `only_clusters`, or all but the one in parameter `r_keep` (`except_cluster`)."""
+
     def build(matched: FromClause) -> Update:
         statement = update(AttemptRow).where(
             AttemptRow.workload_id.in_(_workload_ids(matched)),
@@ -407,30 +505,35 @@ def _ending_attempts(
         )
         if only_clusters is not None:
             statement = statement.where(AttemptRow.cluster.in_(only_clusters))
-        if except_cluster is not None:
-            statement = statement.where(AttemptRow.cluster != except_cluster)
-        return statement.values(state=state, reason=reason, removed_at=now)
+        if except_cluster:
+            statement = statement.where(AttemptRow.cluster != _param("r_keep", AttemptRow.cluster))
+        return statement.values(
+            state=state, reason=reason, removed_at=_param("p_now", AttemptRow.removed_at)
+        )
 
     return build
 
 
-def submission(row: WorkloadRow, event: Follower) -> GuardedWrite:
+_INSERTED = tuple(column.key for column in WorkloadRow.__table__.columns if column.key != "id")
+
+
+def submission(row: WorkloadRow, event: EventSpec) -> GuardedWrite:
     """Insert a new workload (from `new_workload_row`) and log `event` for it.
 
     The unique (namespace, name) constraint is the duplicate check: an IntegrityError.
     """
-    columns = {
-        column.key: getattr(row, column.key)
-        for column in WorkloadRow.__table__.columns
-        if column.key != "id"
-    }
-    guard = insert(WorkloadRow).values(**columns).returning(WorkloadRow.id)
-    return GuardedWrite(guard, [event])
+    params: dict[str, Any] = {f"v_{column}": getattr(row, column) for column in _INSERTED}
+    params |= event_params("e", at=row.created_at, kind=event.kind, message=event.message)
+    return GuardedWrite("submission", _build_submission, params)
 
 
-def _at(now: datetime) -> ColumnElement[datetime]:
-    """`now` as a typed bind, for use inside SQL expressions (COALESCE, SELECT lists)."""
-    return literal(now, WorkloadRow.created_at.type)
+def _build_submission() -> tuple[Guard, list[Follower]]:
+    guard = (
+        insert(WorkloadRow)
+        .values({column: bindparam(f"v_{column}") for column in _INSERTED})
+        .returning(WorkloadRow.id)
+    )
+    return guard, [event_follower("e")]
 
 
 def active_attempt(row: WorkloadRow, cluster: str) -> AttemptRow | None:

@@ -24,7 +24,7 @@ from manager import states
 from manager.db import clusters as cluster_queries
 from manager.db import workloads as workload_queries
 from manager.db.credentials import KubeconfigCipher
-from manager.db.events import append_event, event_follower
+from manager.db.events import append_event
 from manager.db.guarded import GuardedWriter
 from manager.db.session import SessionFactory, read_sessions
 from manager.db.tables import AttemptRow, ClusterRow, WorkloadRow
@@ -468,13 +468,13 @@ class Dispatcher:
         """
         for conn in self.ready_connections().values():
             await self._delete_copies(row, conn)
-        followers = (
-            []
-            if attempts_ended
-            else [workload_queries.attempts_removed(reason="Finished", now=now, keep_reason=True)]
-        )
         change = workload_queries.workload_change(
-            row.id, {"cleanup_pending": False}, followers=followers
+            row.id,
+            {"cleanup_pending": False},
+            now=now,
+            removal=None
+            if attempts_ended
+            else workload_queries.AttemptRemoval("Finished", keep_reason=True),
         )
         if await self.writer.write(change) is None:
             return
@@ -545,7 +545,7 @@ class Dispatcher:
                 if not await self._save(
                     row,
                     changes,
-                    event=("JobCreating", row.cluster, f"creating the Job in {row.cluster}"),
+                    event=("JobCreating", f"creating the Job in {row.cluster}", row.cluster),
                 ):
                     self._queue.add(row.id)  # evicted or finished since the read
                     return
@@ -583,24 +583,20 @@ class Dispatcher:
         row: WorkloadRow,
         changes: dict[str, Any],
         *,
-        event: tuple[str, str | None, str] | None = None,
+        event: tuple[str, str, str | None] | None = None,
         remove_attempts_except: str | None = None,
         reason: str = "",
     ) -> bool:
         """Record a step of following the winner; False if it is no longer the winner."""
-        now = self._clock.now()
-        followers = []
-        if remove_attempts_except is not None:
-            followers.append(
-                workload_queries.attempts_removed(
-                    reason=reason, now=now, keep_cluster=remove_attempts_except
-                )
-            )
-        if event is not None:
-            kind, cluster, message = event
-            followers.append(event_follower(at=now, kind=kind, message=message, cluster=cluster))
         change = workload_queries.workload_change(
-            row.id, changes, followers=followers, won_by=row.cluster
+            row.id,
+            changes,
+            now=self._clock.now(),
+            won_by=row.cluster,
+            removal=workload_queries.AttemptRemoval(reason, keep_cluster=remove_attempts_except)
+            if remove_attempts_except is not None
+            else None,
+            event=workload_queries.EventSpec(*event) if event is not None else None,
         )
         if await self.writer.write(change) is None:
             return False
@@ -704,18 +700,11 @@ class Dispatcher:
             events = []
             if step.message is not None and (new or withdrawn):
                 events.append(
-                    event_follower(
-                        at=now,
-                        kind="PreemptionNominated",
-                        message=step.message,
-                        cluster=step.nominee,
-                    )
+                    workload_queries.EventSpec("PreemptionNominated", step.message, step.nominee)
                 )
             if new:
                 events.append(
-                    event_follower(
-                        at=now, kind="Nominated", message="copies sent to " + ", ".join(new)
-                    )
+                    workload_queries.EventSpec("Nominated", "copies sent to " + ", ".join(new))
                 )
             recorded = await self.writer.write(
                 workload_queries.nomination(

@@ -18,7 +18,7 @@ from manager.api.pagination import decode_continue, encode_continue
 from manager.api.schemas import Nominations, Page, WorkloadOut
 from manager.api.views import workload_view
 from manager.db import workloads as queries
-from manager.db.events import append_event, event_follower, workload_events
+from manager.db.events import append_event, workload_events
 from manager.db.tables import WorkloadRow
 from manager.jobs import (
     PRIORITY_CLASS_LABEL,
@@ -113,7 +113,7 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
         now=now,
         message=None if exists else "no worker cluster is connected yet",
     )
-    event = event_follower(at=now, kind="Submitted", message=f"submitted to queue {job.queue}")
+    event = queries.EventSpec("Submitted", f"submitted to queue {job.queue}")
     try:
         # The unique (namespace, name) constraint is the duplicate check: one round trip less.
         inserted = await runtime.dispatcher.writer.write(queries.submission(row, event))

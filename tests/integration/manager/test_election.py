@@ -160,7 +160,7 @@ async def test_a_step_decided_before_an_eviction_changes_nothing(database: str) 
     try:
         async with sessions.begin() as session:
             row = await add_workload(session, job_row(states.ADMITTED, now, cluster="a"))
-        stale_step = workload_change(row.id, {"state": states.RUNNING}, won_by="a")
+        stale_step = workload_change(row.id, {"state": states.RUNNING}, now=now, won_by="a")
         async with sessions.begin() as session:
             stored = await get_workload_by_id(session, row.id, for_update=True)
             assert stored is not None
@@ -169,7 +169,7 @@ async def test_a_step_decided_before_an_eviction_changes_nothing(database: str) 
         async with sessions() as session:
             stored = await get_workload_by_id(session, row.id)
         assert stored is not None and (stored.state, stored.cluster) == (states.EVICTED, None)
-        current_step = workload_change(row.id, {"message": "x"}, won_by=None)
+        current_step = workload_change(row.id, {"message": "x"}, now=now)
         assert await writer.write(current_step) is not None
     finally:
         await engine.dispose()
