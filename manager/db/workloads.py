@@ -109,15 +109,19 @@ async def get_workload_by_id(
     return result.unique().scalar_one_or_none()
 
 
+# Built once: a statement's construction and cache key cost more than its execution.
+_WORKLOADS_BY_IDS = (
+    select(WorkloadRow)
+    .options(joinedload(WorkloadRow.attempts))
+    .where(WorkloadRow.id.in_(bindparam("ids", expanding=True)))
+)
+
+
 async def get_workloads_by_ids(
     session: AsyncSession, workload_ids: Sequence[int]
 ) -> dict[int, WorkloadRow]:
     """Several workloads with their attempts, by id, in one round trip."""
-    result = await session.execute(
-        select(WorkloadRow)
-        .options(joinedload(WorkloadRow.attempts))
-        .where(WorkloadRow.id.in_(workload_ids))
-    )
+    result = await session.execute(_WORKLOADS_BY_IDS, {"ids": list(workload_ids)})
     return {row.id: row for row in result.unique().scalars()}
 
 
