@@ -155,21 +155,27 @@ class Api:
         obj: Obj,
         options: WriteOptions,
         only_status: bool = False,
-        stored_status: Any = None,
+        stored: Any = None,
     ) -> None:
         """Defaults, pruning and validation from the CRD schema. A status write checks only
-        the status: the rest is the stored object, already checked when it was written."""
+        the status: the rest is the stored object, already checked when it was written.
+        `stored` is the stored counterpart of what is checked (its status, or the object), for
+        ratcheting."""
         schema = self._schema(rt, version)
         if schema is None:
             return
+        ratchets = stored is not None and version == rt.preferred_version
         if only_status:
             status_schema = (schema.get("properties") or {}).get("status")
             if status_schema is None or "status" not in obj:
                 return
-            if version == rt.preferred_version:
-                status_schema = _ratchet(status_schema, obj["status"], stored_status)
+            if ratchets:
+                status_schema = _ratchet(status_schema, obj["status"], stored)
             schema = {"type": "object", "properties": {"status": status_schema}}
-            result = schema_mod.process(schema, {"status": obj["status"]})
+            before = {"status": stored} if ratchets else schema_mod.UNSTORED
+            result = schema_mod.process(schema, {"status": obj["status"]}, before)
+        elif ratchets:
+            result = schema_mod.process(_ratchet(schema, obj, stored), obj, stored)
         else:
             result = schema_mod.process(schema, obj)
         if result.unknown and options.strict:
@@ -348,12 +354,12 @@ class Api:
             obj = self._status_update(obj, current)
             if rt.from_crd:
                 self._custom_resource_checks(
-                    rt, version, obj, options, only_status=True, stored_status=current.get("status")
+                    rt, version, obj, options, only_status=True, stored=current.get("status")
                 )
         else:
             self._main_update(rt, namespace, name, obj, current)
             if rt.from_crd:
-                self._custom_resource_checks(rt, version, obj, options)
+                self._custom_resource_checks(rt, version, obj, options, stored=current)
             elif rt.key == CRD_KEY:
                 strategies.default_on_create(rt, obj)
             strategies.raise_if(strategies.validate(rt, obj), rt, name)
@@ -700,18 +706,19 @@ _CHECKED = {"x-kubernetes-preserve-unknown-fields": True}
 """A schema that leaves a value as it is: no defaults, no pruning, no errors."""
 
 
-def _ratchet(status_schema: Obj, status: Any, stored: Any) -> Obj:
-    """Kubernetes' validation ratcheting for a status write: a top-level status field equal to
-    the stored one was defaulted, pruned and validated when it was stored, so it is not walked
-    again (for a Workload: its admission, on every condition change). Object-level rules of
-    the status itself still see every field."""
-    properties = status_schema.get("properties")
-    if not properties or not isinstance(status, dict) or not isinstance(stored, dict):
-        return status_schema
-    same = [k for k, v in status.items() if k in properties and k in stored and stored[k] == v]
+def _ratchet(schema: Obj, value: Any, stored: Any) -> Obj:
+    """Kubernetes' validation ratcheting for an update, first level: a field equal to the
+    stored one was defaulted, pruned and validated when it was stored, so it is not walked
+    again (for a Workload: its admission on every condition change, its spec and status when
+    only metadata changes). Object-level rules of `value` itself still see every field; below
+    the first level, schema.validate ratchets value by value."""
+    properties = schema.get("properties")
+    if not properties or not isinstance(value, dict) or not isinstance(stored, dict):
+        return schema
+    same = [k for k, v in value.items() if k in properties and k in stored and stored[k] == v]
     if not same:
-        return status_schema
-    return {**status_schema, "properties": {**properties, **dict.fromkeys(same, _CHECKED)}}
+        return schema
+    return {**schema, "properties": {**properties, **dict.fromkeys(same, _CHECKED)}}
 
 
 def _check_preconditions(rt: ResourceType, name: str, preconditions: Obj, meta: Obj) -> None:

@@ -15,6 +15,9 @@ from .jsoncodec import deep_copy
 
 Schema = dict[str, Any]
 
+UNSTORED: Any = object()
+"""The stored counterpart of a value that has none (a create, a new field or list item)."""
+
 _TYPE_NAMES = {
     "string": str,
     "boolean": bool,
@@ -117,7 +120,20 @@ def prune(schema: Schema, value: Any, path: str, unknown: list[str], *, root: bo
                 prune(items, item, f"{path}[{index}]", unknown)
 
 
-def validate(schema: Schema, value: Any, path: str, errors: list[tuple[str, str]]) -> None:
+def validate(
+    schema: Schema,
+    value: Any,
+    path: str,
+    errors: list[tuple[str, str]],
+    stored: Any = UNSTORED,
+) -> None:
+    """Append the errors of `value` against `schema`.
+
+    Ratcheting, as kube-apiserver does for custom resources: a value equal to its `stored`
+    counterpart was checked when it was written, so it is not walked again (on a Workload's
+    status write, the conditions that did not change)."""
+    if stored is not UNSTORED and value == stored:
+        return
     if value is None:
         if not schema.get("nullable") and schema.get("type"):
             errors.append(
@@ -158,9 +174,9 @@ def validate(schema: Schema, value: Any, path: str, errors: list[tuple[str, str]
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         _validate_number(schema, value, path, errors)
     elif isinstance(value, list):
-        _validate_array(schema, value, path, errors)
+        _validate_array(schema, value, path, errors, stored)
     elif isinstance(value, dict):
-        _validate_object(schema, value, path, errors)
+        _validate_object(schema, value, path, errors, stored)
     for combinator in ("anyOf", "oneOf"):
         branches = schema.get(combinator)
         if branches and not any(_branch_ok(branch, value, path) for branch in branches):
@@ -238,7 +254,7 @@ def _validate_number(
 
 
 def _validate_array(
-    schema: Schema, value: list[Any], path: str, errors: list[tuple[str, str]]
+    schema: Schema, value: list[Any], path: str, errors: list[tuple[str, str]], stored: Any
 ) -> None:
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         errors.append(
@@ -253,15 +269,19 @@ def _validate_array(
             )
         )
     items = schema.get("items")
+    keys = schema.get("x-kubernetes-list-map-keys") or []
     if isinstance(items, dict):
+        stored_items = _stored_map_items(schema, keys, stored)
         for index, item in enumerate(value):
-            validate(items, item, f"{path}[{index}]", errors)
+            before = UNSTORED
+            if stored_items and isinstance(item, dict):
+                before = stored_items.get(_map_identity(item, keys), UNSTORED)
+            validate(items, item, f"{path}[{index}]", errors, before)
     if schema.get("x-kubernetes-list-type") == "map":
-        keys = schema.get("x-kubernetes-list-map-keys") or []
         seen: set[tuple[Any, ...]] = set()
         for index, item in enumerate(value):
             if isinstance(item, dict):
-                identity = tuple(repr(item.get(k)) for k in keys)
+                identity = _map_identity(item, keys)
                 if identity in seen:
                     errors.append(
                         (
@@ -278,8 +298,25 @@ def _validate_array(
             seen_values.append(item)
 
 
+def _map_identity(item: dict[str, Any], keys: list[str]) -> tuple[str, ...]:
+    """An item's identity in a list of type map: the values of its keys."""
+    return tuple(repr(item.get(k)) for k in keys)
+
+
+def _stored_map_items(schema: Schema, keys: list[str], stored: Any) -> dict[tuple[str, ...], Any]:
+    """The stored items of a list of type map by identity, for ratcheting item by item (other
+    lists are atomic: compared only as a whole)."""
+    if schema.get("x-kubernetes-list-type") != "map" or not keys or not isinstance(stored, list):
+        return {}
+    return {_map_identity(item, keys): item for item in stored if isinstance(item, dict)}
+
+
 def _validate_object(
-    schema: Schema, value: dict[str, Any], path: str, errors: list[tuple[str, str]]
+    schema: Schema,
+    value: dict[str, Any],
+    path: str,
+    errors: list[tuple[str, str]],
+    stored: Any,
 ) -> None:
     for name in schema.get("required") or []:
         if name not in value:
@@ -291,22 +328,25 @@ def _validate_object(
         errors.append(
             (path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items")
         )
+    stored_fields = stored if isinstance(stored, dict) else {}
     for name, item in value.items():
         child = f"{path}.{name}" if path else name
+        before = stored_fields.get(name, UNSTORED)
         if name in properties:
             if path == "" and name == "metadata":
                 continue
-            validate(properties[name], item, child, errors)
+            validate(properties[name], item, child, errors, before)
         elif isinstance(additional, dict):
-            validate(additional, item, child, errors)
+            validate(additional, item, child, errors, before)
 
 
-def process(schema: Schema | None, obj: dict[str, Any]) -> SchemaResult:
-    """Default, prune and validate a custom resource in place."""
+def process(schema: Schema | None, obj: dict[str, Any], stored: Any = UNSTORED) -> SchemaResult:
+    """Default, prune and validate a custom resource in place; `stored` is what the write
+    replaces, for ratcheting (see `validate`)."""
     result = SchemaResult()
     if not schema:
         return result
     apply_defaults(schema, obj)
     prune(schema, obj, "", result.unknown, root=True)
-    validate(schema, obj, "", result.errors)
+    validate(schema, obj, "", result.errors, stored)
     return result

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from . import discovery, jsoncodec, tables
 from .api import APPLY_PATCH, APPLY_PATCH_CBOR, Api, WriteOptions
@@ -42,6 +42,7 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
 BOOKMARK_INTERVAL = 5.0
+MAX_BODY = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -117,13 +118,46 @@ class ApiServer:
         self.tokens = tokens
         self._tokens_header = frozenset(f"Bearer {token}" for token in tokens)
         self._discovery_cache: dict[tuple[str, int], bytes] = {}
-        self.app = web.Application(client_max_size=64 * 1024 * 1024)
-        self.app.router.add_route("*", "/{tail:.*}", self.dispatch)
         self._watch_tasks: set[asyncio.Task[Any]] = set()
+
+    def web_server(self) -> web.Server:
+        """aiohttp's low-level server with `dispatch` as its only handler.
+
+        Not a web.Application: kubesim routes every path itself, and an Application's router
+        would first try each prefix of every path against its one catch-all route."""
+        return web.Server(self._checked_dispatch, request_factory=self._request, access_log=None)
+
+    def _request(
+        self,
+        message: Any,
+        payload: Any,
+        protocol: Any,
+        writer: Any,
+        task: asyncio.Task[None],
+    ) -> web.BaseRequest:
+        return web.BaseRequest(
+            message,
+            payload,
+            protocol,
+            writer,
+            task,
+            asyncio.get_running_loop(),
+            client_max_size=MAX_BODY,
+        )
+
+    async def _checked_dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+        """`Expect: 100-continue` answered as an aiohttp Application does, then dispatch."""
+        expect = request.headers.get("Expect")
+        if expect and request.version == HttpVersion11:
+            if expect.lower() != "100-continue":
+                return web.Response(status=417, text=f"Unknown Expect: {expect}")
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            request.writer.output_size = 0
+        return await self.dispatch(request)
 
     # ---- entry -------------------------------------------------------------------------
 
-    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+    async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         try:
             if (
@@ -143,7 +177,7 @@ class ApiServer:
                 ApiError(500, "InternalError", f"Internal error occurred: {error}")
             )
 
-    async def _route(self, request: web.Request, path: str) -> web.StreamResponse:
+    async def _route(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         parts = [p for p in path.split("/") if p]
         if not parts:
             return _json_response({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/version"]})
@@ -199,7 +233,7 @@ class ApiServer:
             self._discovery_cache[cache_key] = body
         return web.Response(body=body, headers={"Content-Type": content_type})
 
-    def _discovery(self, request: web.Request, *, core: bool) -> web.Response:
+    def _discovery(self, request: web.BaseRequest, *, core: bool) -> web.Response:
         accept = request.headers.get("Accept", "")
         if "as=APIGroupDiscoveryList" in accept:
             first = next(
@@ -274,7 +308,7 @@ class ApiServer:
         return Route(resource_type, version, namespace, name, subresource), legacy_watch
 
     async def _resource(
-        self, request: web.Request, group: str, version: str, rest: list[str]
+        self, request: web.BaseRequest, group: str, version: str, rest: list[str]
     ) -> web.StreamResponse:
         route, legacy_watch = self._parse_route(group, version, rest)
         if route.resource_type.review:
@@ -311,7 +345,7 @@ class ApiServer:
         raise method_not_allowed()
 
     async def _collection(
-        self, request: web.Request, route: Route, legacy_watch: bool
+        self, request: web.BaseRequest, route: Route, legacy_watch: bool
     ) -> web.StreamResponse:
         method = request.method
         if method == "GET":
@@ -332,7 +366,7 @@ class ApiServer:
             return await self._delete_collection(request, route)
         raise method_not_allowed()
 
-    async def _special_subresource(self, request: web.Request, route: Route) -> web.Response:
+    async def _special_subresource(self, request: web.BaseRequest, route: Route) -> web.Response:
         """pods/binding (POST), pods/log (GET) and namespaces/finalize."""
         rt = route.resource_type
         if route.subresource == "binding":
@@ -356,7 +390,7 @@ class ApiServer:
             )
         return self._object_response(request, route, self.api.get(rt, "", route.name))
 
-    async def _patch(self, request: web.Request, route: Route) -> web.Response:
+    async def _patch(self, request: web.BaseRequest, route: Route) -> web.Response:
         rt = route.resource_type
         content_type = request.content_type
         body = _parse_body(await request.read(), content_type)
@@ -379,7 +413,7 @@ class ApiServer:
             request, route, patched, 201 if applying and not existed else 200
         )
 
-    async def _delete(self, request: web.Request, route: Route) -> web.Response:
+    async def _delete(self, request: web.BaseRequest, route: Route) -> web.Response:
         query = request.query
         delete_options = _parse_body(await request.read(), request.content_type) or {}
         if not isinstance(delete_options, dict):
@@ -408,7 +442,7 @@ class ApiServer:
         bind_pod(self.api, route.namespace, route.name, str(target))
 
     def _object_response(
-        self, request: web.Request, route: Route, obj: dict[str, Any], status: int = 200
+        self, request: web.BaseRequest, route: Route, obj: dict[str, Any], status: int = 200
     ) -> web.Response:
         rt = route.resource_type
         if rt.from_crd and obj.get("apiVersion") != rt.api_version(route.version):
@@ -427,7 +461,7 @@ class ApiServer:
             return web.Response(body=jsoncodec.dumps(body), status=status, headers=headers)
         return web.Response(body=jsoncodec.dumps(obj), status=status, headers=headers)
 
-    def _selectors(self, request: web.Request, route: Route) -> tuple[Any, Any]:
+    def _selectors(self, request: web.BaseRequest, route: Route) -> tuple[Any, Any]:
         labels = parse_label_selector(request.query.get("labelSelector", ""))
         fields = parse_field_selector(
             request.query.get("fieldSelector", ""),
@@ -436,7 +470,7 @@ class ApiServer:
         )
         return labels, fields
 
-    def _list(self, request: web.Request, route: Route) -> web.Response:
+    def _list(self, request: web.BaseRequest, route: Route) -> web.Response:
         rt = route.resource_type
         labels, fields = self._selectors(request, route)
         try:
@@ -477,7 +511,7 @@ class ApiServer:
             {"kind": f"{rt.kind}List", "apiVersion": api_version, "metadata": meta, "items": items}
         )
 
-    async def _delete_collection(self, request: web.Request, route: Route) -> web.Response:
+    async def _delete_collection(self, request: web.BaseRequest, route: Route) -> web.Response:
         rt = route.resource_type
         labels, fields = self._selectors(request, route)
         raw = await request.read()
@@ -510,7 +544,9 @@ class ApiServer:
 
     # ---- watch -------------------------------------------------------------------------
 
-    def _watch_request(self, request: web.Request, route: Route, field_name: str) -> WatchRequest:
+    def _watch_request(
+        self, request: web.BaseRequest, route: Route, field_name: str
+    ) -> WatchRequest:
         rt = route.resource_type
         query = request.query
         labels, fields = self._selectors(request, route)
@@ -553,7 +589,7 @@ class ApiServer:
         )
 
     async def _watch(
-        self, request: web.Request, route: Route, field_name: str = ""
+        self, request: web.BaseRequest, route: Route, field_name: str = ""
     ) -> web.StreamResponse:
         rt = route.resource_type
         wanted = self._watch_request(request, route, field_name)

@@ -105,10 +105,14 @@ class Watcher:
         return self.take()
 
     async def wait(self, seconds: float | None = None) -> list[tuple[str, Event]]:
-        """The events buffered so far, waiting up to `seconds` for the first."""
+        """The events buffered so far, waiting up to `seconds` for the first.
+
+        asyncio.timeout rather than wait_for: on Python 3.11 wait_for wraps the wait in a
+        task of its own, and a busy watch waits once per event."""
         if not self.buffer and not self.closed:
             try:
-                await asyncio.wait_for(self.wakeup.wait(), seconds)
+                async with asyncio.timeout(seconds):
+                    await self.wakeup.wait()
             except TimeoutError:
                 return []
         return self.take()

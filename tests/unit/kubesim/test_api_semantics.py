@@ -8,6 +8,7 @@ import pytest
 
 from kubesim.api import MERGE_PATCH, STRATEGIC_PATCH, Api, WriteOptions
 from kubesim.errors import ApiError
+from kubesim.jsoncodec import deep_copy
 from kubesim.resources import Registry
 from kubesim.store import Store
 
@@ -182,3 +183,29 @@ def test_status_writes_check_what_changed_and_keep_what_did_not(api: Api) -> Non
     with pytest.raises(ApiError) as raised:
         api.update(rt, "default", "t", bad, subresource="status")
     assert raised.value.code == 422 and "status.phase" in raised.value.message
+
+
+def test_updates_do_not_recheck_fields_left_as_stored(api: Api) -> None:
+    """Validation ratcheting (kube-apiserver 1.30+): a field equal to the stored one passed
+    when it was written, so a schema tightened since then does not block an update that leaves
+    it alone; a field the update changes meets the new schema."""
+    rt = things(api)
+    api.create(rt, "default", {"metadata": {"name": "t"}, "spec": {"size": 3}})
+    current = api.get(rt, "default", "t")
+    api.update(rt, "default", "t", {**current, "status": {"phase": "Running"}}, "v1", "status")
+    crds = api.type_for("apiextensions.k8s.io/customresourcedefinitions")
+    crd = api.get(crds, "", "things.example.com")
+    tightened = deep_copy(crd)
+    schema = tightened["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    schema["spec"] = {"type": "object", "properties": {"size": {"type": "integer", "maximum": 2}}}
+    schema["status"]["properties"]["phase"]["enum"] = ["Pending"]
+    api.update(crds, "", "things.example.com", tightened)
+    rt = api.type_for("example.com/things")
+    stored = api.get(rt, "default", "t")
+    labelled = {**stored, "metadata": {**stored["metadata"], "labels": {"a": "b"}}}
+    relabelled = api.update(rt, "default", "t", labelled)
+    assert relabelled["metadata"]["labels"] == {"a": "b"}
+    assert relabelled["spec"] == {"size": 3} and relabelled["status"] == {"phase": "Running"}
+    with pytest.raises(ApiError) as raised:
+        api.update(rt, "default", "t", {**relabelled, "spec": {"size": 4}})
+    assert raised.value.code == 422 and "spec.size" in raised.value.message

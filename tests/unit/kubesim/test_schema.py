@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubesim.jsoncodec import deep_copy
 from kubesim.schema import process
 
 SCHEMA = {
@@ -61,3 +62,49 @@ def test_re2_patterns_with_inline_flags() -> None:
     }
     assert process(schema, {"name": "Worker-1"}).errors == []
     assert process(schema, {"name": "-bad"}).errors[0][0] == "name"
+
+
+CONDITIONS = {
+    "type": "object",
+    "properties": {
+        "status": {
+            "type": "object",
+            "properties": {
+                "conditions": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["type"],
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "type": {"type": "string"},
+                            "reason": {"type": "string", "minLength": 1},
+                            "message": {"type": "string"},
+                        },
+                    },
+                },
+                "tags": {"type": "array", "items": {"type": "string", "minLength": 1}},
+            },
+        }
+    },
+}
+
+
+def test_an_update_ratchets_what_it_leaves_as_stored() -> None:
+    """A value equal to its stored counterpart is not checked again; items of a list of type
+    map are matched by their keys, fields by name, other lists only as a whole."""
+    stored = {"status": {"conditions": [{"type": "A", "reason": ""}], "tags": [""]}}
+    unchanged = {"status": {"conditions": [{"type": "A", "reason": ""}], "tags": [""]}}
+    assert len(process(CONDITIONS, deep_copy(unchanged)).errors) == 2
+    assert process(CONDITIONS, unchanged, stored).errors == []
+    added = {
+        "status": {
+            "conditions": [{"type": "B", "reason": ""}, {"type": "A", "reason": ""}],
+            "tags": ["", "x"],
+        }
+    }
+    errors = [path for path, _ in process(CONDITIONS, added, stored).errors]
+    assert errors == ["status.conditions[0].reason", "status.tags[0]"]
+    # Field by field: a new message does not make the item's old reason new.
+    changed = {"status": {"conditions": [{"type": "A", "reason": "", "message": "m"}]}}
+    assert process(CONDITIONS, changed, stored).errors == []
