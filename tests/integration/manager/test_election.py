@@ -7,12 +7,15 @@ decision): see manager.db.guarded."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from manager import states
 from manager.db.guarded import GuardedWriter
@@ -68,6 +71,21 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+@dataclass
+class Store:
+    sessions: async_sessionmaker[AsyncSession]
+    writer: GuardedWriter
+
+
+@pytest.fixture
+async def store(database: str) -> AsyncIterator[Store]:
+    engine = make_engine(database)
+    try:
+        yield Store(make_session_factory(engine), GuardedWriter(engine))
+    finally:
+        await engine.dispose()
+
+
 async def _event_kinds(sessions: Any, workload_id: int) -> list[str]:
     async with sessions() as session:
         result = await session.execute(
@@ -76,100 +94,83 @@ async def _event_kinds(sessions: Any, workload_id: int) -> list[str]:
         return list(result.scalars())
 
 
-async def test_concurrent_elections_have_exactly_one_winner(database: str) -> None:
-    engine = make_engine(database)
-    sessions = make_session_factory(engine)
-    writer = GuardedWriter(engine)
+async def test_concurrent_elections_have_exactly_one_winner(store: Store) -> None:
+    sessions, writer = store.sessions, store.writer
     now = datetime.now(UTC)
-    try:
-        async with sessions.begin() as session:
-            row = await add_workload(session, job_row(states.DISPATCHED, now))
+    async with sessions.begin() as session:
+        row = await add_workload(session, job_row(states.DISPATCHED, now))
 
-        async def elect(cluster: str) -> bool:
-            return await writer.write(election(row.id, cluster, now)) is not None
+    async def elect(cluster: str) -> bool:
+        return await writer.write(election(row.id, cluster, now)) is not None
 
-        results = await asyncio.gather(*(elect(c) for c in ["a", "b", "c", "d"] * 5))
-        assert sum(results) == 1
-        async with sessions() as session:
-            stored = await get_workload_by_id(session, row.id)
-        assert stored is not None and stored.state == states.ADMITTED
-        winner = ["a", "b", "c", "d"][results.index(True) % 4]
-        assert stored.cluster == winner
-        assert await _event_kinds(sessions, row.id) == ["Admitted"]
-    finally:
-        await engine.dispose()
+    results = await asyncio.gather(*(elect(c) for c in ["a", "b", "c", "d"] * 5))
+    assert sum(results) == 1
+    async with sessions() as session:
+        stored = await get_workload_by_id(session, row.id)
+    assert stored is not None and stored.state == states.ADMITTED
+    winner = ["a", "b", "c", "d"][results.index(True) % 4]
+    assert stored.cluster == winner
+    assert await _event_kinds(sessions, row.id) == ["Admitted"]
 
 
-async def test_concurrent_finishes_record_the_end_once(database: str) -> None:
-    engine = make_engine(database)
-    sessions = make_session_factory(engine)
-    writer = GuardedWriter(engine)
+async def test_concurrent_finishes_record_the_end_once(store: Store) -> None:
+    sessions, writer = store.sessions, store.writer
     started = datetime.now(UTC)
     now = started + timedelta(seconds=5)
-    try:
-        async with sessions.begin() as session:
-            row = await add_workload(
-                session,
-                job_row(
-                    states.RUNNING,
-                    started,
-                    cluster="a",
-                    started_at=started,
-                    attempts=[
-                        AttemptRow(cluster="a", state=states.ATTEMPT_WON, created_at=started),
-                        AttemptRow(cluster="b", state=states.ATTEMPT_NOMINATED, created_at=started),
-                    ],
-                ),
-            )
+    async with sessions.begin() as session:
+        row = await add_workload(
+            session,
+            job_row(
+                states.RUNNING,
+                started,
+                cluster="a",
+                started_at=started,
+                attempts=[
+                    AttemptRow(cluster="a", state=states.ATTEMPT_WON, created_at=started),
+                    AttemptRow(cluster="b", state=states.ATTEMPT_NOMINATED, created_at=started),
+                ],
+            ),
+        )
 
-        async def finish(result: str) -> tuple[bool, str | None]:
-            recorded = await writer.write(
-                finishing(
-                    row.id, result=result, message=None, remote_status={"succeeded": 1}, now=now
-                )
-            )
-            return (True, recorded.cluster) if recorded is not None else (False, None)
+    async def finish(result: str) -> tuple[bool, str | None]:
+        recorded = await writer.write(
+            finishing(row.id, result=result, message=None, remote_status={"succeeded": 1}, now=now)
+        )
+        return (True, recorded.cluster) if recorded is not None else (False, None)
 
-        outcomes = await asyncio.gather(*(finish(r) for r in [states.SUCCEEDED, states.FAILED] * 5))
-        assert [recorded for recorded, _ in outcomes].count(True) == 1
-        assert {cluster for recorded, cluster in outcomes if recorded} == {"a"}
-        result = [states.SUCCEEDED, states.FAILED][
-            [recorded for recorded, _ in outcomes].index(True) % 2
-        ]
-        async with sessions() as session:
-            stored = await get_workload_by_id(session, row.id)
-        assert stored is not None
-        assert (stored.state, stored.finished_at, stored.started_at) == (result, now, started)
-        assert stored.cleanup_pending and stored.remote_status == {"succeeded": 1}
-        assert {(a.cluster, a.state) for a in stored.attempts} == {
-            ("a", result),
-            ("b", states.ATTEMPT_REMOVED),
-        }
-        assert await _event_kinds(sessions, row.id) == [result]
-    finally:
-        await engine.dispose()
+    outcomes = await asyncio.gather(*(finish(r) for r in [states.SUCCEEDED, states.FAILED] * 5))
+    assert [recorded for recorded, _ in outcomes].count(True) == 1
+    assert {cluster for recorded, cluster in outcomes if recorded} == {"a"}
+    result = [states.SUCCEEDED, states.FAILED][
+        [recorded for recorded, _ in outcomes].index(True) % 2
+    ]
+    async with sessions() as session:
+        stored = await get_workload_by_id(session, row.id)
+    assert stored is not None
+    assert (stored.state, stored.finished_at, stored.started_at) == (result, now, started)
+    assert stored.cleanup_pending and stored.remote_status == {"succeeded": 1}
+    assert {(a.cluster, a.state) for a in stored.attempts} == {
+        ("a", result),
+        ("b", states.ATTEMPT_REMOVED),
+    }
+    assert await _event_kinds(sessions, row.id) == [result]
 
 
-async def test_a_step_decided_before_an_eviction_changes_nothing(database: str) -> None:
+async def test_a_step_decided_before_an_eviction_changes_nothing(store: Store) -> None:
     """Following the winner (Job created, Running) on a read taken before the workload was
     evicted must not bring the evicted workload back to Running."""
-    engine = make_engine(database)
-    sessions = make_session_factory(engine)
-    writer = GuardedWriter(engine)
+    sessions, writer = store.sessions, store.writer
     now = datetime.now(UTC)
-    try:
-        async with sessions.begin() as session:
-            row = await add_workload(session, job_row(states.ADMITTED, now, cluster="a"))
-        stale_step = workload_change(row.id, {"state": states.RUNNING}, now=now, won_by="a")
-        async with sessions.begin() as session:
-            stored = await get_workload_by_id(session, row.id, for_update=True)
-            assert stored is not None
-            stored.cluster, stored.state = None, states.EVICTED
-        assert await writer.write(stale_step) is None
-        async with sessions() as session:
-            stored = await get_workload_by_id(session, row.id)
-        assert stored is not None and (stored.state, stored.cluster) == (states.EVICTED, None)
-        current_step = workload_change(row.id, {"message": "x"}, now=now)
-        assert await writer.write(current_step) is not None
-    finally:
-        await engine.dispose()
+    async with sessions.begin() as session:
+        row = await add_workload(session, job_row(states.ADMITTED, now, cluster="a"))
+    stale_step = workload_change(row.id, {"state": states.RUNNING}, now=now, won_by="a")
+    async with sessions.begin() as session:
+        stored = await get_workload_by_id(session, row.id, for_update=True)
+        assert stored is not None
+        stored.cluster, stored.state = None, states.EVICTED
+    assert await writer.write(stale_step) is None
+    async with sessions() as session:
+        stored = await get_workload_by_id(session, row.id)
+    assert stored is not None and (stored.state, stored.cluster) == (states.EVICTED, None)
+    current_step = workload_change(row.id, {"message": "x"}, now=now)
+    assert await writer.write(current_step) is not None
