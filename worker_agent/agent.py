@@ -84,6 +84,8 @@ ENGINE_RESOURCES: tuple[ResourceType, ...] = (
     RESOURCE_CLAIMS,
     WORKLOADS,
 )
+_ENGINE_RESOURCE_SET = frozenset(ENGINE_RESOURCES)
+"""The same, for the membership test every watch event makes."""
 
 
 def _utc_now() -> datetime:
@@ -232,6 +234,7 @@ class _LeaderRun:
         self.check_runner = ControllerRunner(
             "admission-checks", self.checks.reconcile_check, 1, observe
         )
+        self._check_watches = frozenset(self.checks.watched)
         self.ungater = TopologyUngater(informers, writer)
         self.ungater_runner = ControllerRunner(
             "topology-ungater", self.ungater.reconcile, agent.config.workers, observe
@@ -243,7 +246,7 @@ class _LeaderRun:
         self._tasks: list[asyncio.Task[None]] = []
 
     def on_change(self, rt: ResourceType, change: Change) -> None:
-        if rt in ENGINE_RESOURCES:
+        if rt in _ENGINE_RESOURCE_SET:
             self.scheduling.on_change(rt, change)
         if rt == PODS:
             for key in self.ungater.keys_for_pod(change):
@@ -290,7 +293,7 @@ class _LeaderRun:
             self.check_workload_runner.enqueue(change.key)
         if rt == ADMISSION_CHECKS:
             self.check_runner.enqueue(change.key)
-        if rt == ADMISSION_CHECKS or rt in checks.watched:
+        if rt == ADMISSION_CHECKS or rt in self._check_watches:
             for key in checks.workload_keys_for(rt, change):
                 self.check_workload_runner.enqueue(key)
         if rt in (LOCAL_QUEUES, CLUSTER_QUEUES) and _spec_changed(change):

@@ -34,6 +34,7 @@ from worker_agent.engine import (
     admission_to_api,
     schedule,
 )
+from worker_agent.engine.tas.from_api import TAS_POD_ANNOTATIONS
 from worker_agent.engine_feed import EngineFeed
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
@@ -50,6 +51,7 @@ from worker_agent.resources import (
     LOCAL_QUEUES,
     NODES,
     PODS,
+    TOPOLOGIES,
     WORKLOADS,
     ResourceType,
 )
@@ -68,24 +70,26 @@ def admission_json(admission: Admission) -> JsonObject:
     return result
 
 
-_ENGINE_CONDITIONS = ("QuotaReserved", "Evicted", "Requeued", "Finished", "PodsReady")
+_FINISHED_PHASES = ("Succeeded", "Failed")
+_ENGINE_CONDITIONS = frozenset({"QuotaReserved", "Evicted", "Requeued", "Finished", "PodsReady"})
+_ENGINE_CONDITIONS_WITHOUT_PODS_READY = _ENGINE_CONDITIONS - {"PodsReady"}
 
 
 def _check_states(status: JsonObject) -> tuple[tuple[Any, Any], ...]:
     return tuple((c.get("name"), c.get("state")) for c in status.get("admissionChecks") or [])
 
 
-def engine_view(rt: ResourceType, obj: JsonObject) -> object:
-    """The part of an object the engine reads; equal views need no engine update."""
+def engine_view(rt: ResourceType, obj: JsonObject, pods_ready: bool = True) -> object:
+    """The part of an object the engine reads; equal views need no engine update.
+
+    `pods_ready`: whether a Workload's PodsReady condition counts. The engine's decisions
+    read it only under waitForPodsReady.blockAdmission; without it, the two PodsReady writes
+    of every workload's start need no cycle."""
     meta = obj.get("metadata") or {}
     if rt == ADMISSION_CHECKS:
         return (obj.get("spec"), obj.get("status"))
     if rt == PODS:
-        # What TAS counts of pods it does not place: where they run, what they request.
-        spec = obj.get("spec") or {}
-        containers = [c.get("resources") for c in spec.get("containers") or []]
-        phase = (obj.get("status") or {}).get("phase")
-        return (spec.get("nodeName"), phase, containers, meta.get("annotations"))
+        return counted_pod(obj)
     if rt == NODES:
         status = obj.get("status") or {}
         return (obj.get("spec"), meta.get("labels"), status.get("allocatable"))
@@ -94,10 +98,11 @@ def engine_view(rt: ResourceType, obj: JsonObject) -> object:
     status = obj.get("status") or {}
     # QuotaReserved counts only when True: False (why a Workload waits, which we write for
     # every pending one) and absent look the same to the engine.
+    counted = _ENGINE_CONDITIONS if pods_ready else _ENGINE_CONDITIONS_WITHOUT_PODS_READY
     conditions = tuple(
         (c.get("type"), c.get("status"), c.get("reason") if c.get("type") == "Evicted" else None)
         for c in status.get("conditions") or []
-        if c.get("type") in _ENGINE_CONDITIONS
+        if c.get("type") in counted
         and (c.get("type") != "QuotaReserved" or c.get("status") == "True")
     )
     return (
@@ -107,6 +112,23 @@ def engine_view(rt: ResourceType, obj: JsonObject) -> object:
         conditions,
         _check_states(status),
     )
+
+
+def counted_pod(pod: JsonObject | None) -> object:
+    """What the engine's non-TAS pod usage is made of: the pod's node and spec (its requests),
+    or None when the pod counts nothing (absent, not bound, finished, or placed by TAS).
+
+    Of a pod's five changes (created, bound, running, succeeded, deleted) only binding and
+    finishing change this, so the other three start no scheduling cycle."""
+    if pod is None:
+        return None
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if any(key in annotations for key in TAS_POD_ANNOTATIONS):
+        return None
+    spec = pod.get("spec") or {}
+    if not spec.get("nodeName") or (pod.get("status") or {}).get("phase") in _FINISHED_PHASES:
+        return None
+    return spec
 
 
 @dataclass
@@ -151,6 +173,9 @@ class SchedulingLoop:
         self._status_interval = status_interval
         self._feed = EngineFeed(EngineState(engine_config), configuration)
         self._changes: list[tuple[ResourceType, Change]] = []
+        self._waking = 0
+        """How many of `_changes` asked for a cycle; the others ride along with the next one
+        (see `_rides_along`)."""
         self._forget: list[str] = []
         self._in_flight: set[str] = set()
         self._writes: set[asyncio.Task[None]] = set()
@@ -176,10 +201,31 @@ class SchedulingLoop:
         old, new = change.old, change.new
         if new is None and rt == WORKLOADS:
             self._pending_shown.pop(change.key, None)
-        if old is not None and new is not None and engine_view(rt, old) == engine_view(rt, new):
-            return
+        if rt == PODS:
+            # A pod that counted nothing before and after changes nothing in the engine.
+            if counted_pod(old) == counted_pod(new):
+                return
+        elif old is not None and new is not None:
+            pods_ready = self._feed.state.config.block_admission
+            if engine_view(rt, old, pods_ready) == engine_view(rt, new, pods_ready):
+                return
         self._changes.append((rt, change))
-        self._wake.set()
+        if not self._rides_along(rt, change):
+            self._waking += 1
+            self._wake.set()
+
+    def _rides_along(self, rt: ResourceType, change: Change) -> bool:
+        """Whether a change can wait for the next cycle instead of starting one: the engine
+        takes it in, but no decision can follow from it.
+
+        - A pod while no Topology exists: only TAS reads pod usage (the capacity placements
+          leave to other pods), and TAS needs a Topology. A Topology that appears starts a
+          cycle, which takes in the pods before it.
+        - A finished Workload deleted: the engine let it go when it finished."""
+        if rt == PODS:
+            return TOPOLOGIES not in self._informers or not self._informers.cache(TOPOLOGIES)
+        old = change.old
+        return rt == WORKLOADS and change.new is None and old is not None and wl.is_finished(old)
 
     def kick(self) -> None:
         self._wake.set()
@@ -187,7 +233,7 @@ class SchedulingLoop:
     @property
     def busy(self) -> bool:
         return bool(
-            self._changes or self._writes or self._wake.is_set() or not self._status_writes.idle
+            self._waking or self._writes or self._wake.is_set() or not self._status_writes.idle
         )
 
     async def run(self) -> None:
@@ -213,7 +259,7 @@ class SchedulingLoop:
                 if self._batch_delay and not continuing:
                     # Coming out of idle: let a burst of changes land in one cycle.
                     await asyncio.sleep(self._batch_delay)
-                changes, self._changes = self._changes, []
+                changes, self._changes, self._waking = self._changes, [], 0
                 forget, self._forget = self._forget, []
                 in_flight = frozenset(self._in_flight)
                 now = self._clock()

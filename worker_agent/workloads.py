@@ -8,14 +8,13 @@ is never written over another one, a finished Workload is never reopened.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
 from worker_agent.admission_checks import states as checks
-from worker_agent.cache import ObjectCache
+from worker_agent.cache import ObjectCache, json_copy
 from worker_agent.conditions import (
     condition_true,
     find_condition,
@@ -144,7 +143,7 @@ def adopt(workload: JsonObject, owner: JsonObject) -> JsonObject | None:
     refs = list((workload.get("metadata") or {}).get("ownerReferences") or [])
     if any(ref.get("uid") == uid for ref in refs):
         return None
-    result = copy.deepcopy(workload)
+    result = json_copy(workload)
     controlled = any(ref.get("controller") for ref in refs)
     refs.append(owner_reference(owner, controller=not controlled))
     result["metadata"]["ownerReferences"] = refs
@@ -234,7 +233,7 @@ def admit(
         status["admissionChecks"] = synced
     generation = _generation(workload)
     cluster_queue = admission.get("clusterQueue", "")
-    status["admission"] = copy.deepcopy(admission)
+    status["admission"] = json_copy(admission)
     status.pop("resourceRequests", None)
     set_condition(
         status,

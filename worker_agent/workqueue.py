@@ -26,7 +26,9 @@ class WorkQueue:
         self._processing: set[str] = set()
         self._failures: dict[str, int] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._ready = asyncio.Event()
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        """Workers waiting in get(), woken one per key: an Event would wake every worker of
+        the controller for each key, all but one only to find the queue empty again."""
         self._shutdown = False
         self._backoff = retry_backoff or Backoff(base=0.05, cap=30.0)
 
@@ -47,7 +49,12 @@ class WorkQueue:
             self._notify()
 
     def _notify(self) -> None:
-        self._ready.set()
+        """Wake one waiting worker (one not woken or cancelled already)."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     def add_after(self, key: str, delay: float) -> None:
         """Add the key once `delay` seconds have passed (the earliest request wins)."""
@@ -81,8 +88,16 @@ class WorkQueue:
         while not self._queue:
             if self._shutdown:
                 raise ShutDown()
-            self._ready.clear()
-            await self._ready.wait()
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                elif self._queue and not waiter.cancelled():
+                    self._notify()  # it was woken for a key: hand the wake-up on
+                raise
         key = self._queue.popleft()
         self._processing.add(key)
         self._dirty.discard(key)
@@ -99,4 +114,7 @@ class WorkQueue:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-        self._ready.set()
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)

@@ -92,14 +92,13 @@ class JobController:
 
     def job_keys_for_workload(self, change: Change) -> list[str]:
         """The jobs a Workload change concerns: its owners of our kind, or its adopter."""
-        keys: list[str] = []
+        keys = [object_key(j) for j in self._jobs.by_index(_PREBUILT_INDEX, change.key)]
         for obj in (change.old, change.new):
             if obj is None:
                 continue
             for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
                 if ref.get("kind") == self.rt.kind:
                     keys.extend(object_key(j) for j in self._jobs.by_index(_UID_INDEX, ref["uid"]))
-            keys.extend(object_key(j) for j in self._jobs.by_index(_PREBUILT_INDEX, change.key))
         return sorted(set(keys))
 
     def _workload_for(self, job: JsonObject) -> JsonObject | None:

@@ -5,7 +5,8 @@
   engine never sees it as schedulable.
 - An evicted Workload with no job of ours behind it (e.g. the manager's mirrored copy) has
   nothing to stop, so its quota is released at once.
-- A Workload whose owning job is gone is deleted (garbage collection, for clusters without it).
+- A Workload whose owning job is gone is deleted (garbage collection, for clusters without
+  it), after a grace that leaves it to a collector that runs.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _LQ_BY_CQ_INDEX = "cluster-queue"
 MISCONFIGURED = "Misconfigured"
 SUSPENDED = "Suspended"
 OWNER_INDEX = "owner-uid"
+ORPHAN_GRACE_SECONDS = 1.0
+"""How long a Workload whose job is gone is left to the garbage collector before we delete it."""
 
 
 def owner_uids(obj: JsonObject) -> list[str]:
@@ -101,6 +104,8 @@ class WorkloadController:
         self._clock = clock
         self._job_kinds = {(rt.api_version, rt.kind): rt for rt in job_kinds}
         self._workloads = informers.cache(WORKLOADS)
+        self._orphans_seen: set[str] = set()
+        """Workloads found orphaned once, deleted if still orphaned at the next look."""
         self._workloads.add_index(QUEUE_INDEX, _queue_index)
         if not self._workloads.has_index(OWNER_INDEX):
             self._workloads.add_index(OWNER_INDEX, owner_uids)
@@ -147,6 +152,7 @@ class WorkloadController:
     async def reconcile(self, key: str) -> float | None:
         workload = self._workloads.get(key)
         if workload is None or (workload.get("metadata") or {}).get("deletionTimestamp"):
+            self._orphans_seen.discard(key)
             return None
         owner, owner_rt = self._owner_kind(workload)
         orphaned = (
@@ -156,9 +162,8 @@ class WorkloadController:
             and not self._owner_exists(workload, owner, owner_rt)
         )
         if orphaned:
-            log.info("deleting Workload %s: its owner is gone", key)
-            await self._writer.delete(WORKLOADS, key)
-            return None
+            return await self._collect_orphan(key)
+        self._orphans_seen.discard(key)
         if wl.is_finished(workload):
             return None
         now = self._clock()
@@ -198,6 +203,21 @@ class WorkloadController:
                     WORKLOADS, key, lambda w: wl.set_pending(w, reason, message, now), status=True
                 )
         return again
+
+    async def _collect_orphan(self, key: str) -> float | None:
+        """Delete a Workload whose job is gone, after a second look.
+
+        Where a garbage collector runs (any real cluster), it deletes the Workload moments after
+        its job, as does the manager when it removes both copies; deleting at first sight
+        raced them and mostly earned a 404. So the first sight only asks to look again after
+        a grace, and the Workload is deleted then if it is still there."""
+        if key not in self._orphans_seen:
+            self._orphans_seen.add(key)
+            return ORPHAN_GRACE_SECONDS
+        self._orphans_seen.discard(key)
+        log.info("deleting Workload %s: its owner is gone", key)
+        await self._writer.delete(WORKLOADS, key)
+        return None
 
     async def _pods_ready(self, key: str, workload: JsonObject, now: datetime) -> float | None:
         """waitForPodsReady: evict an admitted Workload whose pods are not ready in time;

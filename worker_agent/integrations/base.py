@@ -6,11 +6,11 @@ reconciler does the I/O, so a new kind is one module and its rules are unit-test
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from worker_agent.cache import json_copy
 from worker_agent.resources import ResourceType
 
 JsonObject = dict[str, Any]
@@ -107,7 +107,7 @@ def label_or_annotation(obj: JsonObject, name: str) -> str | None:
 
 def merge_into_template(template: JsonObject, info: PodSetInfo) -> JsonObject:
     """A copy of a pod template with a podSet's placement merged in (podset.Merge)."""
-    result = copy.deepcopy(template)
+    result = json_copy(template)
     metadata = result.setdefault("metadata", {})
     spec = result.setdefault("spec", {})
     if info.labels:
@@ -133,7 +133,7 @@ def merge_into_template(template: JsonObject, info: PodSetInfo) -> JsonObject:
 
 def restore_template(template: JsonObject, original: JsonObject) -> JsonObject:
     """A copy of a pod template with the fields admission touches put back as they were."""
-    result = copy.deepcopy(template)
+    result = json_copy(template)
     metadata = result.setdefault("metadata", {})
     spec = result.setdefault("spec", {})
     original_metadata = original.get("metadata") or {}
@@ -147,7 +147,7 @@ def restore_template(template: JsonObject, original: JsonObject) -> JsonObject:
 
 def _put_or_drop(target: JsonObject, key: str, value: Any) -> None:
     if value:
-        target[key] = copy.deepcopy(value)
+        target[key] = json_copy(value)
     else:
         target.pop(key, None)
 
@@ -177,7 +177,7 @@ def takes_default_queue(
 
 def with_default_queue(job: JsonObject) -> JsonObject:
     """The job labelled into the LocalQueue `default`, as Kueue's webhook would label it."""
-    result = copy.deepcopy(job)
+    result = json_copy(job)
     metadata = result.setdefault("metadata", {})
     metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_NAME_LABEL: DEFAULT_LOCAL_QUEUE}
     return result

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 
 from kueue_api.pod_sets import (
@@ -10,6 +9,7 @@ from kueue_api.pod_sets import (
     job_pod_count,
     job_pod_sets,
 )
+from worker_agent.cache import json_copy
 from worker_agent.integrations.base import (
     Finish,
     JsonObject,
@@ -68,14 +68,14 @@ class BatchJobIntegration(QueueLabelledJob):
         return None
 
     def suspend(self, job: JsonObject) -> JsonObject:
-        result = copy.deepcopy(job)
+        result = json_copy(job)
         result.setdefault("spec", {})["suspend"] = True
         return result
 
     def run(self, job: JsonObject, infos: Sequence[PodSetInfo]) -> JsonObject:
         if len(infos) != 1:
             raise ValueError(f"a Job has one podSet, the admission has {len(infos)}")
-        result = copy.deepcopy(job)
+        result = json_copy(job)
         spec = result.setdefault("spec", {})
         spec["suspend"] = False
         spec["template"] = merge_into_template(spec.get("template") or {}, infos[0])
@@ -84,7 +84,7 @@ class BatchJobIntegration(QueueLabelledJob):
         return result
 
     def restore(self, job: JsonObject, original_pod_sets: Sequence[JsonObject]) -> JsonObject:
-        result = copy.deepcopy(job)
+        result = json_copy(job)
         if not original_pod_sets:
             return result
         spec = result.setdefault("spec", {})

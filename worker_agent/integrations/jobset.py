@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 
 from kueue_api.pod_sets import jobset_pod_sets
+from worker_agent.cache import json_copy
 from worker_agent.integrations.base import (
     Finish,
     JsonObject,
@@ -52,7 +52,7 @@ class JobSetIntegration(QueueLabelledJob):
         return None
 
     def suspend(self, job: JsonObject) -> JsonObject:
-        result = copy.deepcopy(job)
+        result = json_copy(job)
         result.setdefault("spec", {})["suspend"] = True
         return result
 
@@ -64,7 +64,7 @@ class JobSetIntegration(QueueLabelledJob):
         ]
 
     def run(self, job: JsonObject, infos: Sequence[PodSetInfo]) -> JsonObject:
-        result = copy.deepcopy(job)
+        result = json_copy(job)
         templates = self._templates(result)
         if len(infos) != len(templates):
             raise ValueError(f"a JobSet has {len(templates)} podSets, admission {len(infos)}")
@@ -75,7 +75,7 @@ class JobSetIntegration(QueueLabelledJob):
         return result
 
     def restore(self, job: JsonObject, original_pod_sets: Sequence[JsonObject]) -> JsonObject:
-        result = copy.deepcopy(job)
+        result = json_copy(job)
         replicated = self._replicated(result)
         if len(original_pod_sets) != len(replicated):
             return result

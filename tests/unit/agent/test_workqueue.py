@@ -61,3 +61,18 @@ async def test_shutdown_releases_waiting_workers() -> None:
 def test_backoff_grows_and_is_capped() -> None:
     backoff = Backoff(base=1, factor=2, cap=10, jitter=0)
     assert [backoff.delay(n) for n in range(6)] == [1, 2, 4, 8, 10, 10]
+
+
+async def test_a_key_wakes_one_waiting_worker_and_a_cancelled_one_hands_it_on() -> None:
+    queue = WorkQueue()
+    first, second = (asyncio.create_task(queue.get()) for _ in range(2))
+    await asyncio.sleep(0)
+    queue.add("ns/a")
+    first.cancel()  # woken for the key, but cancelled before it could take it
+    assert await asyncio.wait_for(second, 5) == "ns/a"
+    third = asyncio.create_task(queue.get())
+    await asyncio.sleep(0)
+    queue.add("ns/b")
+    await asyncio.sleep(0)
+    assert third.done()
+    assert first.cancelled()
