@@ -515,10 +515,29 @@ class ClusterRun:
             "message": "By test runner",
             "lastTransitionTime": _rfc3339(datetime.now(UTC)),
         }
-        patch = [{"op": "add", "path": "/status/conditions/-", "value": condition}]
+        # Only the admission this runner timed may finish. The agent may have evicted the
+        # workload since the runner's last look (its eviction keeps the admission until the
+        # quota is released), so each try reads the workload and writes only if that read is
+        # still current (the patch tests its resourceVersion).
+        timed = (obj.get("status") or {}).get("admission")
+        meta = obj["metadata"]
+        path = f"{KUEUE}/namespaces/{meta['namespace']}/workloads/{meta['name']}"
         for _ in range(50):
-            status = await client.patch_status(obj, patch, JSON_PATCH)
-            if status < 300 or status == 404:
+            current = await client.get(path)
+            status = current.get("status") or {}
+            evicted = any(
+                c.get("type") == "Evicted" and c.get("status") == "True"
+                for c in status.get("conditions") or []
+            )
+            if current.get("kind") != "Workload" or evicted or status.get("admission") != timed:
+                return  # gone, or not the admission timed: its eviction is seen on the watch
+            version = current["metadata"]["resourceVersion"]
+            patch = [
+                {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+                {"op": "add", "path": "/status/conditions/-", "value": condition},
+            ]
+            code = await client.patch_status(obj, patch, JSON_PATCH)
+            if code < 300 or code == 404:
                 return
             await asyncio.sleep(0.05)
 
