@@ -9,6 +9,7 @@ exact and no float ever touches a quota.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from enum import StrEnum
@@ -81,6 +82,9 @@ def _ceil_div_away(numerator: int, denominator: int) -> int:
     return -quotient if numerator < 0 else quotient
 
 
+# Remembered: a cluster has few distinct quantity strings ("100m", "4Gi"), parsed over and over
+# (every pod request, every capacity report), and exact parsing goes through Fractions.
+@functools.lru_cache(maxsize=4096)
 def _parse(text: str) -> tuple[int, QuantityFormat]:
     match = _QUANTITY_RE.match(text)
     if match is None:
