@@ -72,15 +72,22 @@ def event_follower(prefix: str, *, cluster_column: str = "") -> Follower:
     return build
 
 
-def event_params(
-    prefix: str, *, at: datetime, kind: str, message: str, cluster: str | None = None
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class EventSpec:
+    """An event of a guarded write; its time and its workload come from the write."""
+
+    kind: str
+    message: str
+    cluster: str | None = None
+
+
+def event_params(prefix: str, at: datetime, event: EventSpec) -> dict[str, Any]:
     """The parameters of `event_follower(prefix)`."""
     return {
         f"{prefix}_at": at,
-        f"{prefix}_kind": kind,
-        f"{prefix}_message": message,
-        f"{prefix}_cluster": cluster,
+        f"{prefix}_kind": event.kind,
+        f"{prefix}_message": event.message,
+        f"{prefix}_cluster": event.cluster,
     }
 
 

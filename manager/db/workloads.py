@@ -28,8 +28,8 @@ from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.sql import FromClause
 
 from manager import states
-from manager.db.events import event_follower, event_params
-from manager.db.guarded import Follower, Guard, GuardedWrite
+from manager.db.events import EventSpec, event_follower, event_params
+from manager.db.guarded import Follower, Guard, GuardedWrite, GuardedWriter
 from manager.db.tables import AttemptRow, WorkloadRow
 from manager.jobs import SubmittedJob
 
@@ -121,7 +121,13 @@ async def get_workloads_by_ids(
     session: AsyncSession, workload_ids: Sequence[int]
 ) -> dict[int, WorkloadRow]:
     """Several workloads with their attempts, by id, in one round trip."""
-    result = await session.execute(_WORKLOADS_BY_IDS, {"ids": list(workload_ids)})
+    if not workload_ids:
+        return {}
+    # Padded to a power of two with repeats: each list length is a statement of its own to
+    # prepare, and a handful of lengths keeps them all in the driver's cache.
+    ids = list(workload_ids)
+    ids += [ids[-1]] * ((1 << (len(ids) - 1).bit_length()) - len(ids))
+    result = await session.execute(_WORKLOADS_BY_IDS, {"ids": ids})
     return {row.id: row for row in result.unique().scalars()}
 
 
@@ -200,13 +206,6 @@ def _param(name: str, column: Any) -> BindParameter[Any]:
 _WORKLOAD = bindparam("p_workload", type_=WorkloadRow.id.type)
 
 
-@dataclass(frozen=True)
-class EventSpec:
-    kind: str
-    message: str
-    cluster: str | None = None
-
-
 def nomination(
     workload_id: int,
     *,
@@ -236,9 +235,7 @@ def nomination(
         params |= {f"a{index}_cluster": cluster, f"a{index}_reason": reason}
         params[f"a{index}_message"] = message
     for index, event in enumerate(events):
-        params |= event_params(
-            f"e{index}", at=now, kind=event.kind, message=event.message, cluster=event.cluster
-        )
+        params |= event_params(f"e{index}", now, event)
 
     def build() -> tuple[Guard, list[Follower]]:
         now_param = _param("p_now", WorkloadRow.dispatched_at)
@@ -310,13 +307,8 @@ def election(workload_id: int, cluster: str, now: datetime) -> GuardedWrite:
     a watch event) cannot both match `cluster IS NULL`, so at most one of them returns a row.
     """
     params = {"p_workload": workload_id, "p_cluster": cluster, "p_now": now}
-    params |= event_params(
-        "e",
-        at=now,
-        kind="Admitted",
-        message=f"admitted in {cluster}; it is the winner",
-        cluster=cluster,
-    )
+    admitted = EventSpec("Admitted", f"admitted in {cluster}; it is the winner", cluster)
+    params |= event_params("e", now, admitted)
     return GuardedWrite("election", _build_election, params)
 
 
@@ -380,7 +372,7 @@ def finishing(
     }
     if with_status:
         params["p_status"] = remote_status
-    params |= event_params("e", at=now, kind=result, message=message or result)
+    params |= event_params("e", now, EventSpec(result, message or result))
 
     def build() -> tuple[Guard, list[Follower]]:
         values: dict[str, Any] = {
@@ -453,9 +445,7 @@ def workload_change(
     if removal is not None:
         params |= {"r_reason": removal.reason, "r_keep": removal.keep_cluster}
     if event is not None:
-        params |= event_params(
-            "e", at=now, kind=event.kind, message=event.message, cluster=event.cluster
-        )
+        params |= event_params("e", now, event)
     removal_shape = (
         None if removal is None else (removal.keep_cluster is not None, removal.keep_reason)
     )
@@ -521,14 +511,16 @@ def _ending_attempts(
 _INSERTED = tuple(column.key for column in WorkloadRow.__table__.columns if column.key != "id")
 
 
-def submission(row: WorkloadRow, event: EventSpec) -> GuardedWrite:
-    """Insert a new workload (from `new_workload_row`) and log `event` for it.
-
-    The unique (namespace, name) constraint is the duplicate check: an IntegrityError.
-    """
+async def insert_submitted(writer: GuardedWriter, row: WorkloadRow, message: str) -> None:
+    """Insert a new workload (from `new_workload_row`, which gets its id) with its Submitted
+    event, in one statement. The unique (namespace, name) constraint is the duplicate check:
+    an IntegrityError."""
     params: dict[str, Any] = {f"v_{column}": getattr(row, column) for column in _INSERTED}
-    params |= event_params("e", at=row.created_at, kind=event.kind, message=event.message)
-    return GuardedWrite("submission", _build_submission, params)
+    params |= event_params("e", row.created_at, EventSpec("Submitted", message))
+    inserted = await writer.write(GuardedWrite("submission", _build_submission, params))
+    if inserted is None:
+        raise RuntimeError("an INSERT without a condition returned no row")
+    row.id = inserted.id
 
 
 def _build_submission() -> tuple[Guard, list[Follower]]:

@@ -24,7 +24,7 @@ from manager import states
 from manager.db import clusters as cluster_queries
 from manager.db import workloads as workload_queries
 from manager.db.credentials import KubeconfigCipher
-from manager.db.events import append_event
+from manager.db.events import EventSpec, append_event
 from manager.db.guarded import GuardedWriter
 from manager.db.session import SessionFactory, read_sessions
 from manager.db.tables import AttemptRow, ClusterRow, WorkloadRow
@@ -398,12 +398,8 @@ class Dispatcher:
             self._queue.add_after(workload_id, 5.0)
 
     async def _read_rows(self, workload_ids: list[int]) -> dict[int, WorkloadRow]:
-        # Padded to a power of two with repeats: each list length is a statement of its own
-        # to prepare, and a handful of lengths keeps them all in the driver's cache.
-        size = 1 << (len(workload_ids) - 1).bit_length()
-        padded = workload_ids + [workload_ids[-1]] * (size - len(workload_ids))
         async with self._reads() as session:
-            return await workload_queries.get_workloads_by_ids(session, padded)
+            return await workload_queries.get_workloads_by_ids(session, workload_ids)
 
     async def reconcile(self, workload_id: int) -> None:
         self._reconciled_at[workload_id] = asyncio.get_running_loop().time()
@@ -545,7 +541,9 @@ class Dispatcher:
                 if not await self._save(
                     row,
                     changes,
-                    event=("JobCreating", f"creating the Job in {row.cluster}", row.cluster),
+                    event=EventSpec(
+                        "JobCreating", f"creating the Job in {row.cluster}", row.cluster
+                    ),
                 ):
                     self._queue.add(row.id)  # evicted or finished since the read
                     return
@@ -583,7 +581,7 @@ class Dispatcher:
         row: WorkloadRow,
         changes: dict[str, Any],
         *,
-        event: tuple[str, str, str | None] | None = None,
+        event: EventSpec | None = None,
         remove_attempts_except: str | None = None,
         reason: str = "",
     ) -> bool:
@@ -596,7 +594,7 @@ class Dispatcher:
             removal=workload_queries.AttemptRemoval(reason, keep_cluster=remove_attempts_except)
             if remove_attempts_except is not None
             else None,
-            event=workload_queries.EventSpec(*event) if event is not None else None,
+            event=event,
         )
         if await self.writer.write(change) is None:
             return False
@@ -699,13 +697,9 @@ class Dispatcher:
         ):
             events = []
             if step.message is not None and (new or withdrawn):
-                events.append(
-                    workload_queries.EventSpec("PreemptionNominated", step.message, step.nominee)
-                )
+                events.append(EventSpec("PreemptionNominated", step.message, step.nominee))
             if new:
-                events.append(
-                    workload_queries.EventSpec("Nominated", "copies sent to " + ", ".join(new))
-                )
+                events.append(EventSpec("Nominated", "copies sent to " + ", ".join(new)))
             recorded = await self.writer.write(
                 workload_queries.nomination(
                     row.id,

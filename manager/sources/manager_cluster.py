@@ -458,15 +458,9 @@ class ManagerClusterSource:
             now=now,
         )
         try:
-            async with runtime.sessions.begin() as session:
-                await workload_queries.add_workload(session, row)
-                await append_event(
-                    session,
-                    at=now,
-                    kind="Submitted",
-                    message=f"from the manager cluster, queue {parsed.queue}",
-                    workload_id=row.id,
-                )
+            await workload_queries.insert_submitted(
+                runtime.dispatcher.writer, row, f"from the manager cluster, queue {parsed.queue}"
+            )
         except IntegrityError:
             return  # the same name was submitted through REST; that one is dispatched
         runtime.dispatcher.workload_added(row)

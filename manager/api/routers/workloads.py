@@ -113,12 +113,11 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
         now=now,
         message=None if exists else "no worker cluster is connected yet",
     )
-    event = queries.EventSpec("Submitted", f"submitted to queue {job.queue}")
     try:
         # The unique (namespace, name) constraint is the duplicate check: one round trip less.
-        inserted = await runtime.dispatcher.writer.write(queries.submission(row, event))
-        assert inserted is not None  # an INSERT without a condition always matches
-        row.id = inserted.id
+        await queries.insert_submitted(
+            runtime.dispatcher.writer, row, f"submitted to queue {job.queue}"
+        )
     except IntegrityError as error:
         raise ApiError(
             409,
