@@ -18,6 +18,7 @@ from sqlalchemy import (
     insert,
     literal,
     null,
+    or_,
     select,
     true,
     union_all,
@@ -352,6 +353,7 @@ def _build_election() -> tuple[Guard, list[Follower]]:
 def finishing(
     workload_id: int,
     *,
+    ran_in: str,
     result: str,
     message: str | None,
     remote_status: dict[str, Any] | None,
@@ -360,12 +362,16 @@ def finishing(
     """Record how an unfinished workload ended, end its active attempts, log it.
 
     The guard matches only a workload not yet in a final state, so of two concurrent finishes
-    (a watch event and a resync) one records it and the other matches nothing. It returns the
-    winner cluster (`cluster`), whose attempt takes the result; any other active one is removed.
+    (a watch event and a resync) one records it and the other matches nothing. It matches while
+    `ran_in`, the cluster whose Job or copy ended, is still the winner, or no cluster is: a Job
+    that completed just as its worker evicted it has run, there, and is not run again. It
+    returns the winner cluster (`cluster`), whose attempt takes the result; any other active one
+    is removed.
     """
     with_status = remote_status is not None
     params: dict[str, Any] = {
         "p_workload": workload_id,
+        "p_ran_in": ran_in,
         "p_result": result,
         "p_message": message or None,
         "p_now": now,
@@ -377,6 +383,7 @@ def finishing(
     def build() -> tuple[Guard, list[Follower]]:
         values: dict[str, Any] = {
             "state": bindparam("p_result"),
+            "cluster": bindparam("p_ran_in"),
             "message": bindparam("p_message"),
             "finished_at": bindparam("p_now"),
             "cleanup_pending": true(),
@@ -388,7 +395,14 @@ def finishing(
             values["remote_status"] = bindparam("p_status")
         guard = (
             update(WorkloadRow)
-            .where(WorkloadRow.id == _WORKLOAD, WorkloadRow.state.not_in(states.FINAL_STATES))
+            .where(
+                WorkloadRow.id == _WORKLOAD,
+                WorkloadRow.state.not_in(states.FINAL_STATES),
+                or_(
+                    WorkloadRow.cluster == _param("p_ran_in", WorkloadRow.cluster),
+                    WorkloadRow.cluster.is_(None),
+                ),
+            )
             .values(**values)
             .returning(WorkloadRow.id, WorkloadRow.cluster)
         )

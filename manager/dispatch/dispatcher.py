@@ -605,8 +605,10 @@ class Dispatcher:
         self, row: WorkloadRow, result: str, message: str | None, job_obj: dict[str, Any] | None
     ) -> None:
         now = self._clock.now()
+        assert row.cluster is not None  # only the winner's Job or copy ends a workload
         finish = workload_queries.finishing(
             row.id,
+            ran_in=row.cluster,
             result=result,
             message=message,
             remote_status=job_obj.get("status") if job_obj is not None else None,

@@ -134,7 +134,14 @@ async def test_concurrent_finishes_record_the_end_once(store: Store) -> None:
 
     async def finish(result: str) -> tuple[bool, str | None]:
         recorded = await writer.write(
-            finishing(row.id, result=result, message=None, remote_status={"succeeded": 1}, now=now)
+            finishing(
+                row.id,
+                ran_in="a",
+                result=result,
+                message=None,
+                remote_status={"succeeded": 1},
+                now=now,
+            )
         )
         return (True, recorded.cluster) if recorded is not None else (False, None)
 
@@ -174,3 +181,51 @@ async def test_a_step_decided_before_an_eviction_changes_nothing(store: Store) -
     assert stored is not None and (stored.state, stored.cluster) == (states.EVICTED, None)
     current_step = workload_change(row.id, {"message": "x"}, now=now)
     assert await writer.write(current_step) is not None
+
+
+async def test_a_job_that_completed_as_it_was_evicted_is_finished_where_it_ran(
+    store: Store,
+) -> None:
+    """The Job ended in cluster a just as a evicted its copy: the workload has run, in a, and
+    is recorded so; a finish from a cluster that is no longer the winner changes nothing."""
+    sessions, writer = store.sessions, store.writer
+    now = datetime.now(UTC)
+    async with sessions.begin() as session:
+        evicted = await add_workload(session, job_row(states.EVICTED, now))
+    assert (
+        await writer.write(
+            finishing(
+                evicted.id,
+                ran_in="a",
+                result=states.SUCCEEDED,
+                message=None,
+                remote_status=None,
+                now=now,
+            )
+        )
+        is not None
+    )
+    async with sessions() as session:
+        stored = await get_workload_by_id(session, evicted.id)
+    assert stored is not None and (stored.state, stored.cluster) == (states.SUCCEEDED, "a")
+
+    async with sessions.begin() as session:
+        moved = job_row(states.ADMITTED, now, cluster="b")
+        moved.name, moved.workload_name = "k", "job-k-00000"
+        moved = await add_workload(session, moved)
+    assert (
+        await writer.write(
+            finishing(
+                moved.id,
+                ran_in="a",
+                result=states.SUCCEEDED,
+                message=None,
+                remote_status=None,
+                now=now,
+            )
+        )
+        is None
+    )
+    async with sessions() as session:
+        stored = await get_workload_by_id(session, moved.id)
+    assert stored is not None and (stored.state, stored.cluster) == (states.ADMITTED, "b")
