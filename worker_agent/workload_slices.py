@@ -12,13 +12,13 @@ Everything here is pure: the job reconciler does the writes.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from worker_agent import workloads as wl
+from worker_agent.cache import json_copy
 from worker_agent.conditions import set_condition
 
 JsonObject = dict[str, Any]
@@ -66,7 +66,7 @@ def with_counts(workload: JsonObject, counts: Mapping[str, int]) -> JsonObject |
     """The Workload with its podSet counts set (ApplyPodSetCounts); None when they are."""
     if workload_counts(workload) == dict(counts):
         return None
-    result = copy.deepcopy(workload)
+    result = json_copy(workload)
     for pod_set in result["spec"]["podSets"]:
         name = str(pod_set.get("name"))
         if name in counts:
@@ -145,7 +145,7 @@ def finish_slice(
     """Finished=True with a slice reason; it then holds no quota."""
     if wl.is_finished(workload):
         return None
-    result = copy.deepcopy(workload)
+    result = json_copy(workload)
     status = result.setdefault("status", {})
     generation = (workload.get("metadata") or {}).get("generation")
     set_condition(
@@ -162,7 +162,7 @@ def finish_slice(
 
 def new_slice(workload: JsonObject, replaces: JsonObject) -> JsonObject:
     """A scale-up slice: the Workload the job would get, linked to the one it replaces."""
-    result = copy.deepcopy(workload)
+    result = json_copy(workload)
     meta = result.setdefault("metadata", {})
     old_meta = replaces.get("metadata") or {}
     origin = (old_meta.get("annotations") or {}).get(SLICE_NAME_ANNOTATION) or old_meta.get("name")
@@ -177,7 +177,7 @@ def new_slice(workload: JsonObject, replaces: JsonObject) -> JsonObject:
 
 def mark_elastic(workload: JsonObject) -> JsonObject:
     """The first slice of an elastic job carries the annotation and its own slice name."""
-    result = copy.deepcopy(workload)
+    result = json_copy(workload)
     meta = result.setdefault("metadata", {})
     meta["annotations"] = {
         **(meta.get("annotations") or {}),
@@ -225,7 +225,7 @@ def ungated(pod: JsonObject) -> JsonObject | None:
     """The pod without the elastic-job gate; None when it has none."""
     if not is_gated(pod):
         return None
-    result = copy.deepcopy(pod)
+    result = json_copy(pod)
     spec = result["spec"]
     gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != ELASTIC_JOB_GATE]
     if gates:
