@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kueue_api.jsoncopy import json_copy
+from kueue_api.timestamps import rfc3339
+
 from . import apply as ssa
 from . import schema as schema_mod
 from . import strategies
 from .crds import established_status, resource_type_for
-from .durations import timestamp
 from .errors import (
     ApiError,
     already_exists,
@@ -30,7 +32,7 @@ from .errors import (
     invalid,
     not_found,
 )
-from .jsoncodec import deep_copy, dumps, loads
+from .jsoncodec import dumps, loads
 from .patches import json_patch, merge_patch, strategic_merge_patch
 from .resources import Registry, ResourceType
 from .selectors import FieldRequirement, Requirement, fields_match, labels_match
@@ -78,7 +80,7 @@ def _now_text() -> str:
     second = int(now)
     if _clock_cache[0] != second:
         _clock_cache[0] = second
-        _clock_cache[1] = timestamp(datetime.fromtimestamp(second, UTC))
+        _clock_cache[1] = rfc3339(datetime.fromtimestamp(second, UTC))
     return str(_clock_cache[1])
 
 
@@ -422,7 +424,7 @@ class Api:
         if rt.has_status:
             if "status" in current:
                 status = current["status"]
-                obj["status"] = deep_copy(status) if rt.from_crd else status
+                obj["status"] = json_copy(status) if rt.from_crd else status
             else:
                 obj.pop("status", None)
         meta["name"] = name
@@ -475,7 +477,7 @@ class Api:
         if patch_type in (APPLY_PATCH, APPLY_PATCH_CBOR):
             return self._apply(rt, namespace, name, patch, version, subresource, options)
         current = self._require(rt, namespace, name)
-        base = deep_copy(current)
+        base = json_copy(current)
         if patch_type == MERGE_PATCH:
             if not isinstance(patch, dict):
                 raise bad_request("a merge patch must be a JSON object")
@@ -693,7 +695,7 @@ class Api:
         current = self.store.get(key, namespace if rt.namespaced else "", name)
         if current is None:
             return None
-        copy = deep_copy(current)
+        copy = json_copy(current)
         if change(copy) is False:
             return current
         return self.update(rt, namespace, name, copy, subresource=subresource)

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kueue_api.jsoncopy import json_copy
+
 from . import jsoncodec
-from .jsoncodec import deep_copy
 from .patches import MERGE_KEYS
 
 Obj = dict[str, Any]
@@ -120,7 +121,7 @@ def from_fields_v1(fields: Obj, prefix: Path = ()) -> set[Path]:
 
 def merge(live: Any, applied: Any, list_keys: ListKeys, fields: tuple[str, ...] = ()) -> Any:
     if not isinstance(applied, dict) or not isinstance(live, dict):
-        return deep_copy(applied)
+        return json_copy(applied)
     result = dict(live)
     for name, value in applied.items():
         current = result.get(name)
@@ -145,12 +146,12 @@ def merge(live: Any, applied: Any, list_keys: ListKeys, fields: tuple[str, ...] 
                     None,
                 )
                 if position is None:
-                    merged.append(deep_copy(item))
+                    merged.append(json_copy(item))
                 else:
                     merged[position] = merge(merged[position], item, list_keys, (*fields, name))
             result[name] = merged
         else:
-            result[name] = deep_copy(value)
+            result[name] = json_copy(value)
     return result
 
 
@@ -215,7 +216,7 @@ def apply(
 ) -> Obj:
     """The object after `manager` applies `applied` to `live` (None: it does not exist)."""
     new_paths = field_paths(_applied_fields(applied), list_keys)
-    base = deep_copy(live) if live is not None else {}
+    base = json_copy(live) if live is not None else {}
     managed = list(base.get("metadata", {}).get("managedFields") or [])
     previous = next(
         (

@@ -415,17 +415,17 @@ def _pod_ready(pod: Obj) -> bool:
 
 
 def _copy_status(status: Obj) -> Obj:
-    from .jsoncodec import deep_copy
+    from kueue_api.jsoncopy import json_copy
 
-    copied: Obj = deep_copy(status)
+    copied: Obj = json_copy(status)
     return copied
 
 
 def _pod_from_template(job: Obj, index: int | None) -> Obj:
-    from .jsoncodec import deep_copy
+    from kueue_api.jsoncopy import json_copy
 
     meta = job["metadata"]
-    template = deep_copy((job.get("spec") or {}).get("template") or {})
+    template = json_copy((job.get("spec") or {}).get("template") or {})
     template_meta = template.get("metadata") or {}
     labels = dict(template_meta.get("labels") or {})
     annotations = dict(template_meta.get("annotations") or {})

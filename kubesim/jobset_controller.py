@@ -16,11 +16,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from kueue_api.jsoncopy import json_copy
+
 from .api import Api
 from .errors import ApiError
 from .events import EventRecorder
 from .job_controller import JOB_KEY
-from .jsoncodec import deep_copy
 from .reconciler import Reconciler
 from .store import Event
 
@@ -134,7 +135,7 @@ class JobSetController(Reconciler):
         }
 
     def _pod_template(self, jobset: Obj, replicated: Obj, index: int) -> Obj:
-        template: Obj = deep_copy(
+        template: Obj = json_copy(
             ((replicated.get("template") or {}).get("spec") or {}).get("template") or {}
         )
         metadata = template.setdefault("metadata", {})
@@ -146,7 +147,7 @@ class JobSetController(Reconciler):
     def _create_child(self, jobset: Obj, replicated: Obj, index: int, job_name: str) -> None:
         meta = jobset["metadata"]
         job_template = replicated.get("template") or {}
-        job_spec = deep_copy(job_template.get("spec") or {})
+        job_spec = json_copy(job_template.get("spec") or {})
         job_spec["template"] = self._pod_template(jobset, replicated, index)
         job_spec["suspend"] = False
         template_meta = job_template.get("metadata") or {}
@@ -208,7 +209,7 @@ class JobSetController(Reconciler):
     def _write_status(self, jobset: Obj, children: dict[str, Obj], suspended: bool) -> None:
         spec = jobset.get("spec") or {}
         now = self.api.clock()
-        status = deep_copy(jobset.get("status") or {})
+        status = json_copy(jobset.get("status") or {})
         replicated_status = []
         total = succeeded_jobs = failed_jobs = 0
         for replicated in spec.get("replicatedJobs") or []:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_api.jsoncopy import json_copy
+
 from .errors import ApiError, bad_request
-from .jsoncodec import deep_copy
 
 # ---- JSON merge patch ------------------------------------------------------------------------
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return deep_copy(patch)
+        return json_copy(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -94,14 +95,14 @@ def _remove(document: Any, tokens: list[str]) -> Any:
 def json_patch(document: Any, operations: Any) -> Any:
     if not isinstance(operations, list):
         raise bad_request("a JSON patch must be a list of operations")
-    result = deep_copy(document)
+    result = json_copy(document)
     for operation in operations:
         if not isinstance(operation, dict) or "op" not in operation:
             raise bad_request(f"invalid JSON patch operation {operation!r}")
         op = operation["op"]
         tokens = _decode_pointer(str(operation.get("path", "")))
         if op == "add":
-            result = _add(result, tokens, deep_copy(operation.get("value")))
+            result = _add(result, tokens, json_copy(operation.get("value")))
         elif op == "remove":
             _remove(result, tokens)
         elif op == "replace":
@@ -109,20 +110,20 @@ def json_patch(document: Any, operations: Any) -> Any:
             if tokens:
                 parent = _walk(result, tokens[:-1])
                 if isinstance(parent, list):
-                    parent[_index(parent, tokens[-1], allow_end=False)] = deep_copy(
+                    parent[_index(parent, tokens[-1], allow_end=False)] = json_copy(
                         operation.get("value")
                     )
                 else:
-                    parent[tokens[-1]] = deep_copy(operation.get("value"))
+                    parent[tokens[-1]] = json_copy(operation.get("value"))
             else:
-                result = deep_copy(operation.get("value"))
+                result = json_copy(operation.get("value"))
         elif op == "move":
             source = _decode_pointer(str(operation.get("from", "")))
             value = _remove(result, source)
             result = _add(result, tokens, value)
         elif op == "copy":
             source = _decode_pointer(str(operation.get("from", "")))
-            result = _add(result, tokens, deep_copy(_walk(result, source)))
+            result = _add(result, tokens, json_copy(_walk(result, source)))
         elif op == "test":
             if _walk(result, tokens) != operation.get("value"):
                 raise ApiError(
@@ -185,7 +186,7 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
 def _smp_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     directive = patch.get("$patch")
     if directive == "replace":
-        return {k: deep_copy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: json_copy(v) for k, v in patch.items() if k != "$patch"}
     if directive == "delete":
         return {}
     result = dict(target)
@@ -232,14 +233,14 @@ def _smp_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
         return merged
     key = _merge_key(field, patch or existing)
     if key is None or not all(isinstance(item, dict) for item in patch):
-        return [item for item in deep_copy(patch) if not _is_directive(item)]
+        return [item for item in json_copy(patch) if not _is_directive(item)]
     if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
         return [
-            deep_copy(item)
+            json_copy(item)
             for item in patch
             if not (isinstance(item, dict) and item.get("$patch") == "replace")
         ]
-    merged = [deep_copy(item) for item in existing]
+    merged = [json_copy(item) for item in existing]
     for item in patch:
         identity = item.get(key)
         position = next(

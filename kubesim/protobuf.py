@@ -16,6 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kueue_api.timestamps import micro_time, rfc3339
+
 from .errors import ApiError, bad_request
 
 MAGIC = b"k8s\x00"
@@ -114,9 +116,7 @@ def _special(name: str, data: bytes) -> Any:
         if not seconds and not nanos:
             return None
         moment = datetime.fromtimestamp(seconds + nanos / 1e9, UTC)
-        if name.endswith("MicroTime"):
-            return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return micro_time(moment) if name.endswith("MicroTime") else rfc3339(moment)
     if name == "k8s.io.apimachinery.pkg.api.resource.Quantity":
         return bytes(fields.get(1, b"")).decode()
     if name == "k8s.io.apimachinery.pkg.util.intstr.IntOrString":

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .jsoncodec import deep_copy
+from kueue_api.jsoncopy import json_copy
 
 Schema = dict[str, Any]
 
@@ -76,7 +76,7 @@ def apply_defaults(schema: Schema, value: Any) -> None:
         for name, sub in properties.items():
             if name not in value and "default" in sub:
                 default = sub["default"]
-                value[name] = deep_copy(default) if isinstance(default, (dict, list)) else default
+                value[name] = json_copy(default) if isinstance(default, (dict, list)) else default
             if name in value:
                 apply_defaults(sub, value[name])
         additional = schema.get("additionalProperties")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kueue_api.jsoncopy import json_copy
+
 from .errors import invalid
-from .jsoncodec import deep_copy
 from .resources import ResourceType
 
 Obj = dict[str, Any]
@@ -408,5 +409,5 @@ def raise_if(causes: Causes, resource_type: ResourceType, name: str) -> None:
 
 
 def copy_object(obj: Obj) -> Obj:
-    copied: Obj = deep_copy(obj)
+    copied: Obj = json_copy(obj)
     return copied

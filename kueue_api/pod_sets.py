@@ -7,9 +7,10 @@ and not by the other; both call these functions on plain Kubernetes JSON.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
+
+from kueue_api.jsoncopy import json_copy
 
 JsonObject = dict[str, Any]
 
@@ -87,7 +88,7 @@ def job_pod_count(job: JsonObject) -> int:
 def job_pod_sets(job: JsonObject) -> list[JsonObject]:
     """A batch/v1 Job's podSets: one, `main`, of job_pod_count pods, its template keeping only
     the labels and annotations of its metadata, with the topologyRequest its annotations ask."""
-    template = copy.deepcopy((job.get("spec") or {}).get("template") or {})
+    template = json_copy((job.get("spec") or {}).get("template") or {})
     metadata = template.get("metadata") or {}
     labels = {
         key: value
@@ -117,7 +118,7 @@ def jobset_pod_sets(jobset: JsonObject) -> list[JsonObject]:
     pod_sets = []
     for replicated in (jobset.get("spec") or {}).get("replicatedJobs") or []:
         job_spec = (replicated.get("template") or {}).get("spec") or {}
-        template = copy.deepcopy(job_spec.get("template") or {})
+        template = json_copy(job_spec.get("template") or {})
         metadata = template.get("metadata") or {}
         template["metadata"] = {
             k: dict(v) for k, v in metadata.items() if k in ("labels", "annotations") and v

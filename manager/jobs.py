@@ -6,13 +6,13 @@ with the prebuilt-workload-name label so the worker's Kueue adopts the Workload 
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import job_pod_sets, jobset_pod_sets
 from kueue_api.quantity import Quantity, QuantityError
 
@@ -117,7 +117,7 @@ def parse_job(manifest: Any) -> SubmittedJob:
         pods, total_milli = _jobset_demand(spec)
     else:
         pods, total_milli = _job_demand(spec, "spec")
-    clean = copy.deepcopy(dict(body))
+    clean = json_copy(dict(body))
     clean_meta = clean["metadata"]
     clean_meta["namespace"] = namespace
     for key in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"):
@@ -255,7 +255,7 @@ def workload_copy(
 def job_copy(manifest: Mapping[str, Any], *, workload_name: str, origin: str) -> dict[str, Any]:
     """The Job (or JobSet) the winner gets: suspended, no managedBy or selector, pointing at its
     Workload."""
-    job = copy.deepcopy(dict(manifest))
+    job = json_copy(dict(manifest))
     metadata = job.setdefault("metadata", {})
     labels = dict(metadata.get("labels") or {})
     labels[ORIGIN_LABEL] = origin

@@ -7,29 +7,12 @@ shallow copy of the store is a consistent snapshot to hand to another thread.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-import orjson
+from typing import Any
 
 JsonObject = dict[str, Any]
 IndexFunc = Callable[[JsonObject], Iterable[str]]
-_Json = TypeVar("_Json")
-
-
-def json_copy(value: _Json) -> _Json:
-    """A deep copy of plain JSON (what the API serves and the caches hold), to change.
-
-    Writers copy a cached object before changing it; an orjson round trip does that several
-    times faster than copy.deepcopy, which walks every value through its memo. Anything JSON
-    cannot hold falls back to deepcopy."""
-    try:
-        copied: _Json = orjson.loads(orjson.dumps(value))
-    except TypeError:
-        return copy.deepcopy(value)
-    return copied
 
 
 def object_key(obj: JsonObject) -> str:

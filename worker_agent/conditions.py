@@ -6,14 +6,12 @@ no-op and a level-based reconciler can set conditions on every pass.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from kueue_api.timestamps import rfc3339
+
 JsonObject = dict[str, Any]
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(value: Any) -> datetime | None:

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from kueue_api.timestamps import rfc3339
 from worker_agent.background import BackgroundLoop
-from worker_agent.conditions import rfc3339
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.resources import EVENTS
 

@@ -14,16 +14,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from kueue_api.timestamps import micro_time
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.resources import LEASES
 
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
-
-
-def micro_time(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:

@@ -19,9 +19,9 @@ from typing import Any
 
 import aiohttp
 
+from kueue_api.timestamps import rfc3339
 from worker_agent.background import BackgroundLoop
 from worker_agent.backoff import Backoff
-from worker_agent.conditions import rfc3339
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kueue_api.jsoncopy import json_copy
 from worker_agent import workloads as wl
-from worker_agent.cache import json_copy
 from worker_agent.conditions import set_condition
 
 JsonObject = dict[str, Any]

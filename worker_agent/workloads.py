@@ -12,14 +12,15 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
+from kueue_api.timestamps import rfc3339
 from worker_agent.admission_checks import states as checks
-from worker_agent.cache import ObjectCache, json_copy
+from worker_agent.cache import ObjectCache
 from worker_agent.conditions import (
     condition_true,
     find_condition,
     parse_time,
-    rfc3339,
     set_condition,
 )
 from worker_agent.engine import retry_time

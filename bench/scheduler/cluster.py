@@ -47,6 +47,7 @@ from bench.scheduler.scenario import (
 )
 from bench.scheduler.simulation import ProgressCallback, Sample
 from kubesim import jsoncodec  # orjson when installed: the runner shares kubesim's process
+from kueue_api.timestamps import rfc3339
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -97,10 +98,6 @@ def _parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _milli_of(value: object) -> int:
@@ -513,7 +510,7 @@ class ClusterRun:
             "status": "True",
             "reason": "ByTest",
             "message": "By test runner",
-            "lastTransitionTime": _rfc3339(datetime.now(UTC)),
+            "lastTransitionTime": rfc3339(datetime.now(UTC)),
         }
         # Only the admission this runner timed may finish. The agent may have evicted the
         # workload since the runner's last look (its eviction keeps the admission until the

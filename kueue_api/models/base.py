@@ -28,6 +28,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import InitErrorDetails
 
 from kueue_api.quantity import Quantity
+from kueue_api.timestamps import micro_time, rfc3339
 
 __all__ = [
     "DNS1123_LABEL_PATTERN",
@@ -200,10 +201,7 @@ def _parse_time(value: Any) -> datetime:
 
 def format_time(value: datetime) -> str:
     """RFC 3339 in UTC, as Kubernetes writes ``metav1.Time`` (fractions kept when present)."""
-    value = value.astimezone(UTC)
-    if value.microsecond:
-        return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return micro_time(value) if value.microsecond else rfc3339(value)
 
 
 Time = Annotated[

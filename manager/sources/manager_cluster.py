@@ -30,6 +30,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import load_only
 
+from kueue_api.timestamps import rfc3339
 from manager import states
 from manager.db import clusters as cluster_queries
 from manager.db import workloads as workload_queries
@@ -359,7 +360,7 @@ class ManagerClusterSource:
             "status": status,
             "reason": reason,
             "message": message[:1000] or reason,
-            "lastTransitionTime": self._runtime.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "lastTransitionTime": rfc3339(self._runtime.clock.now()),
             "observedGeneration": (cluster.get("metadata") or {}).get("generation", 0),
         }
         custom = client.CustomObjectsApi(self._api)
@@ -553,7 +554,7 @@ class ManagerClusterSource:
                 if error.status != 409:
                     log.info("Workload %s/%s not created: %s", *key, error.reason)
                     return
-        at = self._runtime.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        at = rfc3339(self._runtime.clock.now())
         status = workload_status(record, check, at)
         try:
             await self._patch_workload_status(custom, key, status)

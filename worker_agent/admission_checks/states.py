@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from worker_agent.conditions import parse_time, rfc3339
+from kueue_api.timestamps import rfc3339
+from worker_agent.conditions import parse_time
 from worker_agent.engine import CheckState, CheckStatus
 
 JsonObject = dict[str, Any]

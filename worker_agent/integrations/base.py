@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from worker_agent.cache import json_copy
+from kueue_api.jsoncopy import json_copy
 from worker_agent.resources import ResourceType
 
 JsonObject = dict[str, Any]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import jobset_pod_sets
-from worker_agent.cache import json_copy
 from worker_agent.integrations.base import (
     Finish,
     JsonObject,

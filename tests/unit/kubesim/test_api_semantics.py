@@ -8,9 +8,9 @@ import pytest
 
 from kubesim.api import MERGE_PATCH, STRATEGIC_PATCH, Api, WriteOptions
 from kubesim.errors import ApiError
-from kubesim.jsoncodec import deep_copy
 from kubesim.resources import Registry
 from kubesim.store import Store
+from kueue_api.jsoncopy import json_copy
 
 
 @pytest.fixture
@@ -195,7 +195,7 @@ def test_updates_do_not_recheck_fields_left_as_stored(api: Api) -> None:
     api.update(rt, "default", "t", {**current, "status": {"phase": "Running"}}, "v1", "status")
     crds = api.type_for("apiextensions.k8s.io/customresourcedefinitions")
     crd = api.get(crds, "", "things.example.com")
-    tightened = deep_copy(crd)
+    tightened = json_copy(crd)
     schema = tightened["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
     schema["spec"] = {"type": "object", "properties": {"size": {"type": "integer", "maximum": 2}}}
     schema["status"]["properties"]["phase"]["enum"] = ["Pending"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kubesim.jsoncodec import deep_copy
 from kubesim.schema import process
+from kueue_api.jsoncopy import json_copy
 
 SCHEMA = {
     "type": "object",
@@ -95,7 +95,7 @@ def test_an_update_ratchets_what_it_leaves_as_stored() -> None:
     map are matched by their keys, fields by name, other lists only as a whole."""
     stored = {"status": {"conditions": [{"type": "A", "reason": ""}], "tags": [""]}}
     unchanged = {"status": {"conditions": [{"type": "A", "reason": ""}], "tags": [""]}}
-    assert len(process(CONDITIONS, deep_copy(unchanged)).errors) == 2
+    assert len(process(CONDITIONS, json_copy(unchanged)).errors) == 2
     assert process(CONDITIONS, unchanged, stored).errors == []
     added = {
         "status": {
