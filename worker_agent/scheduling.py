@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -189,6 +190,7 @@ class SchedulingLoop:
         self._status_stale = True
         self._afs_sampled: float | None = None
         """When (the loop's clock, POSIX seconds) admission fair sharing last sampled usage."""
+        self._last_cycle_seconds = 0.0
         self.capacity: list[JsonObject] = []
         self.cycles = 0
         self.failures = 0
@@ -268,9 +270,17 @@ class SchedulingLoop:
                     and time.monotonic() - self._last_status >= self._status_interval
                 )
                 try:
-                    output = await asyncio.to_thread(
-                        self._cycle, changes, forget, in_flight, now, status_due
-                    )
+                    if self._last_cycle_seconds < sys.getswitchinterval():
+                        # The last cycle was short: a worker thread would hold the GIL about
+                        # as long as the cycle runs anyway, so the hop would only add its own
+                        # cost (a handoff and two wake-ups per cycle).
+                        output = self._cycle(changes, forget, in_flight, now, status_due)
+                    else:
+                        # A long cycle (a large backlog): on a thread, the loop still gets a
+                        # turn at every GIL switch, so watches and writes keep flowing.
+                        output = await asyncio.to_thread(
+                            self._cycle, changes, forget, in_flight, now, status_due
+                        )
                 except Exception:
                     # An engine failure must not stop scheduling for good: log, wait, go on.
                     log.exception("scheduling cycle failed")
@@ -279,6 +289,7 @@ class SchedulingLoop:
                     self._wake.set()
                     continue
                 self.cycles += 1
+                self._last_cycle_seconds = output.seconds
                 if changes or forget or output.result.admissions or output.result.evictions:
                     self._status_stale = True
                 if status_due:
