@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -110,12 +111,17 @@ async def get_workload_by_id(
     return result.unique().scalar_one_or_none()
 
 
-# Built once: a statement's construction and cache key cost more than its execution.
-_WORKLOADS_BY_IDS = (
-    select(WorkloadRow)
-    .options(joinedload(WorkloadRow.attempts))
-    .where(WorkloadRow.id.in_(bindparam("ids", expanding=True)))
-)
+@functools.cache
+def _workloads_by_ids(size: int) -> Select[tuple[WorkloadRow]]:
+    """The read of `size` workloads by id, built once per size: a statement's construction and
+    cache key cost more than its execution. One bound parameter per id rather than an expanding
+    one, which SQLAlchemy would re-render into the SQL text on every execution."""
+    ids = [bindparam(f"id_{i}", type_=WorkloadRow.id.type) for i in range(size)]
+    return (
+        select(WorkloadRow)
+        .options(joinedload(WorkloadRow.attempts))
+        .where(WorkloadRow.id.in_(ids))
+    )
 
 
 async def get_workloads_by_ids(
@@ -128,7 +134,8 @@ async def get_workloads_by_ids(
     # prepare, and a handful of lengths keeps them all in the driver's cache.
     ids = list(workload_ids)
     ids += [ids[-1]] * ((1 << (len(ids) - 1).bit_length()) - len(ids))
-    result = await session.execute(_WORKLOADS_BY_IDS, {"ids": ids})
+    statement = _workloads_by_ids(len(ids))
+    result = await session.execute(statement, {f"id_{i}": v for i, v in enumerate(ids)})
     return {row.id: row for row in result.unique().scalars()}
 
 
