@@ -17,6 +17,7 @@ from rich.text import Text
 
 from kueue_api import Configuration
 from kueue_api.loader import load_documents
+from mkq.profiling import profiled
 from worker_agent.agent import Agent, AgentConfig, settings_from
 from worker_agent.kube_client import ApiError, KubeClient
 
@@ -121,7 +122,8 @@ def run(
         **agent_settings(ctx, configuration),
     )
     try:
-        asyncio.run(_run(kubeconfig, context, config, console))
+        with profiled("agent"):
+            asyncio.run(_run(kubeconfig, context, config, console))
     except _BadKubeconfig as error:
         console.print(f"[red]error:[/red] --kubeconfig {kubeconfig}: {error}")
         sys.exit(2)

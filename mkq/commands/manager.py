@@ -90,6 +90,7 @@ def serve(database_url: str, kubeconfig: str | None, listen: str, access_log: bo
     from manager.db.session import make_engine, redact
     from manager.runtime import ManagerRuntime
     from manager.settings import ManagerSettings
+    from mkq.profiling import profiled
 
     host, port = _split_listen(listen)
     os.environ["MKQ_DATABASE_URL"] = database_url
@@ -129,24 +130,5 @@ def serve(database_url: str, kubeconfig: str | None, listen: str, access_log: bo
 
     app = create_app(lambda: ManagerRuntime.open(settings, None, manager_kubeconfig))
     console.print(f"manager listening on http://{host}:{port} (OpenAPI at /openapi.json)")
-    profile_out = os.environ.get("MKQ_PROFILE_OUT")
-    if not profile_out:
+    with profiled("manager"):
         uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
-        return
-    # For benchmarks: profile the whole run and write pstats to MKQ_PROFILE_OUT on shutdown.
-    import cProfile
-    import signal
-
-    def _exit(signum: int, frame: object) -> None:
-        raise SystemExit(0)
-
-    # uvicorn re-raises the stop signal after its graceful shutdown; make that an exit, so the
-    # profile is written.
-    signal.signal(signal.SIGTERM, _exit)
-    profiler = cProfile.Profile()
-    profiler.enable()
-    try:
-        uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
-    finally:
-        profiler.disable()
-        profiler.dump_stats(profile_out)
