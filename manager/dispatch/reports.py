@@ -72,6 +72,26 @@ def _attempt_matches(row: WorkloadRow, cluster: str, uid: str | None) -> bool:
     return False
 
 
+_TAKEN_BACK = frozenset({states.ATTEMPT_EVICTED, states.ATTEMPT_LOST})
+
+
+def _ran_in(row: WorkloadRow, cluster: str) -> bool:
+    """Whether a finish reported by `cluster` is the end of this workload's run.
+
+    Only a winner gets the Job, so the copy there can finish: while the cluster is the winner
+    once its Job exists (before, the report is stale), and while no cluster is, if the
+    cluster's attempt had won and was taken back (evicted, or its worker lost): the Job
+    completed just as that happened, it has run, there, and must not run again (the watch
+    path's `finishing` rules the same).
+    """
+    if row.cluster is not None:
+        return row.cluster == cluster and row.job_created_at is not None
+    return any(
+        a.cluster == cluster and a.state in _TAKEN_BACK and a.admitted_at is not None
+        for a in row.attempts
+    )
+
+
 async def apply_report(
     session: AsyncSession,
     cluster: str,
@@ -108,18 +128,19 @@ async def apply_report(
     events: list[Event] = []
     for finish in report.finishes:
         row = rows.get(finish.namespace, finish.name)
-        if row is None or row.cluster != cluster or row.state in states.FINAL_STATES:
+        if row is None or row.state in states.FINAL_STATES or not _ran_in(row, cluster):
             continue
-        if row.job_created_at is None:
-            continue  # a copy cannot finish before its Job exists; stale report
+        row.cluster = cluster
         row.state = finish.state
         row.message = finish.message or None
         row.finished_at = now
         row.started_at = row.started_at or now
         row.cleanup_pending = True
         for attempt in row.attempts:
-            if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:
-                attempt.state = finish.state
+            if attempt.state in states.ATTEMPT_ACTIVE:
+                attempt.state = (
+                    finish.state if attempt.cluster == cluster else states.ATTEMPT_REMOVED
+                )
                 attempt.removed_at = now
         events.append(
             Event(

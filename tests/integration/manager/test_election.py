@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from manager import states
+from manager.agent_report import AgentReport, ReportedFinish
 from manager.db.guarded import GuardedWriter
 from manager.db.schema import migrate
 from manager.db.session import make_engine, make_session_factory
@@ -29,6 +30,7 @@ from manager.db.workloads import (
     get_workload_by_id,
     workload_change,
 )
+from manager.dispatch.reports import apply_report
 
 
 def job_row(state: str, at: datetime, **fields: Any) -> WorkloadRow:
@@ -229,3 +231,72 @@ async def test_a_job_that_completed_as_it_was_evicted_is_finished_where_it_ran(
     async with sessions() as session:
         stored = await get_workload_by_id(session, moved.id)
     assert stored is not None and (stored.state, stored.cluster) == (states.ADMITTED, "b")
+
+
+async def test_a_reported_finish_from_the_cluster_that_just_evicted_it_is_recorded(
+    store: Store,
+) -> None:
+    """The agent's report path rules as the watch path does: a finish reported by the cluster
+    whose won attempt was just evicted ends the workload there (it ran); the same report from a
+    cluster that never won it, or about a workload won elsewhere, changes nothing."""
+    sessions = store.sessions
+    won_at = datetime.now(UTC)
+    now = won_at + timedelta(seconds=3)
+
+    def evicted_from_a(name: str) -> WorkloadRow:
+        row = job_row(
+            states.EVICTED,
+            won_at,
+            attempts=[
+                AttemptRow(
+                    cluster="a",
+                    state=states.ATTEMPT_EVICTED,
+                    created_at=won_at,
+                    admitted_at=won_at,
+                    removed_at=won_at,
+                ),
+                AttemptRow(cluster="b", state=states.ATTEMPT_NOMINATED, created_at=now),
+            ],
+        )
+        row.name, row.workload_name = name, f"job-{name}-00000"
+        return row
+
+    async with sessions.begin() as session:
+        ended = await add_workload(session, evicted_from_a("j"))
+        other = await add_workload(session, evicted_from_a("k"))
+        elsewhere = job_row(
+            states.RUNNING, won_at, cluster="b", job_created_at=won_at, started_at=won_at
+        )
+        elsewhere.name, elsewhere.workload_name = "m", "job-m-00000"
+        elsewhere = await add_workload(session, elsewhere)
+
+    def finish_of(name: str) -> ReportedFinish:
+        return ReportedFinish(namespace="ns", name=f"job-{name}-00000", state=states.SUCCEEDED)
+
+    async with sessions.begin() as session:
+        outcome = await apply_report(
+            session,
+            "a",
+            AgentReport(report_id="r1", finishes=[finish_of("j"), finish_of("m")]),
+            now,
+        )
+    async with sessions.begin() as session:
+        await apply_report(
+            session, "c", AgentReport(report_id="r2", finishes=[finish_of("k")]), now
+        )
+
+    assert outcome.touched == {ended.id}
+    async with sessions() as session:
+        stored = await get_workload_by_id(session, ended.id)
+        untouched = await get_workload_by_id(session, other.id)
+        still_running = await get_workload_by_id(session, elsewhere.id)
+    assert stored is not None and untouched is not None and still_running is not None
+    assert (stored.state, stored.cluster, stored.finished_at) == (states.SUCCEEDED, "a", now)
+    assert stored.cleanup_pending
+    assert {(a.cluster, a.state) for a in stored.attempts} == {
+        ("a", states.ATTEMPT_EVICTED),
+        ("b", states.ATTEMPT_REMOVED),
+    }
+    assert await _event_kinds(sessions, ended.id) == [states.SUCCEEDED]
+    assert (untouched.state, untouched.cluster) == (states.EVICTED, None)
+    assert (still_running.state, still_running.cluster) == (states.RUNNING, "b")
