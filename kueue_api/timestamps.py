@@ -8,6 +8,7 @@ one.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 
 def rfc3339(moment: datetime) -> str:
@@ -18,3 +19,13 @@ def rfc3339(moment: datetime) -> str:
 def micro_time(moment: datetime) -> str:
     """metav1.MicroTime: six fractional digits, always."""
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A time as Kubernetes writes it, or None for anything else (absent, empty, malformed)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kueue_api import Configuration
+from kueue_api.conditions import find_condition
 from worker_agent.admission_checks.base import AdmissionCheckController
 from worker_agent.admission_checks.node_capacity import NodeCapacityCheck
 from worker_agent.admission_checks.runner import AdmissionCheckRunner
 from worker_agent.background import cancel_quietly
 from worker_agent.cache import Change, object_key
-from worker_agent.conditions import find_condition
 from worker_agent.controllers.elastic_ungater import ElasticUngater
 from worker_agent.controllers.jobs import JobController
 from worker_agent.controllers.pod_groups import PodGroupController

@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kueue_api import Configuration
+from kueue_api.conditions import set_condition
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, ObjectCache
-from worker_agent.conditions import set_condition
 from worker_agent.engine import (
     Admission,
     AdmissionDecision,

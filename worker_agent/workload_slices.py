@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kueue_api.conditions import set_condition
 from kueue_api.jsoncopy import json_copy
 from worker_agent import workloads as wl
-from worker_agent.conditions import set_condition
 
 JsonObject = dict[str, Any]
 

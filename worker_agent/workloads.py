@@ -12,17 +12,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from kueue_api.conditions import condition_true, find_condition, set_condition
 from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
-from kueue_api.timestamps import rfc3339
+from kueue_api.timestamps import parse_time, rfc3339
 from worker_agent.admission_checks import states as checks
 from worker_agent.cache import ObjectCache
-from worker_agent.conditions import (
-    condition_true,
-    find_condition,
-    parse_time,
-    set_condition,
-)
 from worker_agent.engine import retry_time
 from worker_agent.engine.checks import UNSATISFIED_CHECKS_MESSAGE, UNSATISFIED_CHECKS_REASON
 from worker_agent.integrations.base import DEFAULT_PRIORITY_CLASS, PodSetInfo

@@ -118,9 +118,7 @@ def _workloads_by_ids(size: int) -> Select[tuple[WorkloadRow]]:
     one, which SQLAlchemy would re-render into the SQL text on every execution."""
     ids = [bindparam(f"id_{i}", type_=WorkloadRow.id.type) for i in range(size)]
     return (
-        select(WorkloadRow)
-        .options(joinedload(WorkloadRow.attempts))
-        .where(WorkloadRow.id.in_(ids))
+        select(WorkloadRow).options(joinedload(WorkloadRow.attempts)).where(WorkloadRow.id.in_(ids))
     )
 
 

@@ -7,28 +7,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kueue_api.conditions import find_condition
+from kueue_api.timestamps import parse_time
 from manager import states
 
 
-def _conditions(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    status = obj.get("status") or {}
-    return list(status.get("conditions") or [])
-
-
 def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for cond in _conditions(obj):
-        if cond.get("type") == kind and cond.get("status") == "True":
-            return cond
-    return None
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    """The condition of that type when it is True, else None."""
+    found = find_condition(obj, kind)
+    return found if found is not None and found.get("status") == "True" else None
 
 
 @dataclass(frozen=True)

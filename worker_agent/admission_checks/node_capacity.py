@@ -20,11 +20,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 import kueue_api as api
+from kueue_api.conditions import condition_true
 from worker_agent import workloads as wl
 from worker_agent.admission_checks import states
 from worker_agent.admission_checks.base import CheckDecision, ClusterFacts
 from worker_agent.cache import object_key
-from worker_agent.conditions import condition_true
 from worker_agent.engine.amounts import format_amount
 from worker_agent.engine.build import pod_requests
 from worker_agent.engine.tas.from_api import tas_node

@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from kueue_api.conditions import find_condition, set_condition
+from kueue_api.timestamps import parse_time
 from worker_agent import workloads as wl
 from worker_agent.admission_checks import states
 from worker_agent.admission_checks.base import (
@@ -32,7 +34,6 @@ from worker_agent.admission_checks.base import (
     ClusterFacts,
 )
 from worker_agent.cache import Change, object_key
-from worker_agent.conditions import find_condition, parse_time, set_condition
 from worker_agent.engine import AdmissionCheckRule, CheckState, applicable_checks, checks_message
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kueue_api.timestamps import rfc3339
-from worker_agent.conditions import parse_time
+from kueue_api.timestamps import parse_time, rfc3339
 from worker_agent.engine import CheckState, CheckStatus
 
 JsonObject = dict[str, Any]

@@ -19,10 +19,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from kueue_api.conditions import find_condition
 from worker_agent import workload_slices as slices
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
-from worker_agent.conditions import find_condition
 from worker_agent.controllers.workloads import OWNER_INDEX, owner_uids
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet

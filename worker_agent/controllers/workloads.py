@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from kueue_api.conditions import find_condition
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
-from worker_agent.conditions import find_condition
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.resources import CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, ResourceType

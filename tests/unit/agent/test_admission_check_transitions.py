@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from kueue_api.conditions import find_condition
 from kueue_api.timestamps import rfc3339
 from worker_agent import workloads as wl
 from worker_agent.admission_checks import states
@@ -18,7 +19,6 @@ from worker_agent.admission_checks.node_capacity import (
     pod_set_needs,
     shortfall,
 )
-from worker_agent.conditions import find_condition
 from worker_agent.resources import NODES, PODS, RESOURCE_FLAVORS, WORKLOADS
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

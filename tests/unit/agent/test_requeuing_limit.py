@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from kueue_api.conditions import find_condition
 from tests.unit.agent.test_workload_transitions import ADMISSION, NOW, workload
 from worker_agent import workloads as wl
-from worker_agent.conditions import find_condition
 
 LATER = NOW + timedelta(minutes=31)
 

@@ -2,9 +2,9 @@
 
 from datetime import UTC, datetime
 
+from kueue_api.conditions import find_condition
 from worker_agent import workloads as wl
 from worker_agent.cache import ObjectCache
-from worker_agent.conditions import find_condition
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 ADMISSION = {

@@ -1,11 +1,13 @@
 """Kubernetes status conditions on plain objects: read and set them as meta.SetStatusCondition does.
 
 lastTransitionTime moves only when the status flips, so rewriting an unchanged condition is a
-no-op and a level-based reconciler can set conditions on every pass.
+no-op and a level-based reconciler can set conditions on every pass. The worker agent sets
+them; the manager reads the copies' conditions with the same helpers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -14,23 +16,14 @@ from kueue_api.timestamps import rfc3339
 JsonObject = dict[str, Any]
 
 
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def find_condition(obj: JsonObject | None, kind: str) -> JsonObject | None:
+def find_condition(obj: Mapping[str, Any] | None, kind: str) -> JsonObject | None:
     for condition in ((obj or {}).get("status") or {}).get("conditions") or []:
         if condition.get("type") == kind:
             return dict(condition)
     return None
 
 
-def condition_true(obj: JsonObject | None, kind: str) -> bool:
+def condition_true(obj: Mapping[str, Any] | None, kind: str) -> bool:
     condition = find_condition(obj, kind)
     return condition is not None and condition.get("status") == "True"
 
