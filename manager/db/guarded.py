@@ -25,17 +25,16 @@ autocommit switch on every checkout) cost twice what the driver and the round tr
 
 from __future__ import annotations
 
-from collections import namedtuple
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-import asyncpg
-from sqlalchemy import Dialect, Executable, Insert, Select, Update, bindparam, select
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy import Executable, Insert, Select, Update, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql import FromClause
 from sqlalchemy.sql.dml import ReturningInsert, ReturningUpdate
+
+from manager.db.driver import DriverStatement, Matched, compile_for_driver, run_on_driver
 
 Guard = ReturningUpdate[Any] | ReturningInsert[Any]
 Follower = Callable[[FromClause], Insert | Update]
@@ -55,86 +54,8 @@ class GuardedWrite:
     params: Mapping[str, Any] = field(default_factory=dict)
 
 
-class Matched(Protocol):
-    """The guard's RETURNING row: its columns as attributes."""
-
-    def __getattr__(self, column: str) -> Any: ...
-
-
 # The guard's returned row, as bind parameters `matched_<column>`, on the SQLite path.
 _MATCHED = "matched_"
-
-_Convert = Callable[[Any], Any]
-
-
-@dataclass(frozen=True)
-class _DriverStatement:
-    """A one-statement write as asyncpg runs it: SQL with $n placeholders, which parameter
-    goes where and how each is converted (a JSON column's text, a UTC timestamp), and how to
-    turn the returned record into a row."""
-
-    sql: str
-    order: tuple[str, ...]
-    constants: Mapping[str, Any]
-    """Values fixed when the statement was built (literals, the items of constant IN lists),
-    already converted."""
-    converters: Mapping[str, _Convert]
-    row: Callable[[asyncpg.Record], Matched]
-
-    def arguments(self, params: Mapping[str, Any]) -> list[Any]:
-        arguments = []
-        for name in self.order:
-            if name in self.constants:
-                arguments.append(self.constants[name])
-                continue
-            value = params[name]
-            convert = self.converters.get(name)
-            arguments.append(value if convert is None else convert(value))
-        return arguments
-
-
-def _driver_statement(statement: Select[Any], dialect: Dialect) -> _DriverStatement | None:
-    """`statement` compiled once for asyncpg, or None if that cannot be done ahead (an IN list
-    whose items are parameters of each execution)."""
-    compiled = statement.compile(dialect=dialect)
-    if any(bind.required for bind in compiled.post_compile_params):
-        return None
-    required = {bind.key for bind in compiled.binds.values() if bind.required}
-    # Placeholder values for the per-execution parameters: the expanded SQL does not depend
-    # on them, only on the constant IN lists.
-    expanded = compiled.construct_expanded_state(dict.fromkeys(required))
-    converters: dict[str, _Convert] = {}
-    constants: dict[str, Any] = {}
-    for name in expanded.positiontup or ():
-        bind = compiled.binds.get(name)
-        convert = (
-            bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if bind is not None
-            else expanded.processors.get(name)
-        )
-        if name in required:
-            if convert is not None:
-                converters[name] = convert
-            continue
-        value = expanded.parameters[name]
-        constants[name] = value if convert is None else convert(value)
-    columns = list(statement.selected_columns)
-    row_type = namedtuple("Matched", [column.key for column in columns])  # type: ignore[misc]
-    results = [
-        column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
-    ]
-
-    def row(record: asyncpg.Record) -> Matched:
-        return row_type(  # type: ignore[no-any-return]
-            *(
-                value if convert is None else convert(value)
-                for value, convert in zip(record, results, strict=True)
-            )
-        )
-
-    return _DriverStatement(
-        expanded.statement, tuple(expanded.positiontup or ()), constants, converters, row
-    )
 
 
 @dataclass(frozen=True)
@@ -142,7 +63,7 @@ class _Built:
     guard: Guard
     followers: tuple[Executable, ...]
     one_statement: Select[Any] | None
-    driver_statement: _DriverStatement | None = None
+    driver_statement: DriverStatement | None = None
 
 
 class GuardedWriter:
@@ -161,7 +82,8 @@ class GuardedWriter:
         if built is None:
             built = self._built[write.shape] = self._build(*write.build())
         if built.driver_statement is not None:
-            return await self._run_on_driver(built.driver_statement, write.params)
+            rows = await run_on_driver(self._engine, built.driver_statement, write.params)
+            return rows[0] if rows else None
         params = dict(write.params)
         if built.one_statement is not None:
             async with self._autocommit.connect() as connection:
@@ -175,26 +97,6 @@ class GuardedWriter:
                 await connection.execute(follower, params)
             return row
 
-    async def _run_on_driver(
-        self, statement: _DriverStatement, params: Mapping[str, Any]
-    ) -> Matched | None:
-        arguments = statement.arguments(params)
-        # Not the autocommit engine: nothing is run through SQLAlchemy here, so its connection
-        # never begins a transaction and the statement commits alone, as autocommit would.
-        async with self._engine.connect() as connection:
-            raw = await connection.get_raw_connection()
-            try:
-                record = await raw.driver_connection.fetchrow(statement.sql, *arguments)
-            except asyncpg.IntegrityConstraintViolationError as error:
-                raise IntegrityError(statement.sql, arguments, error) from error
-            except asyncpg.PostgresError as error:
-                raise DBAPIError(statement.sql, arguments, error) from error
-            except BaseException:
-                # A broken or interrupted connection must not go back to the pool.
-                await connection.invalidate()
-                raise
-        return None if record is None else statement.row(record)
-
     def _build(self, guard: Guard, followers: Sequence[Follower]) -> _Built:
         if self._one_statement:
             matched = guard.cte("matched")
@@ -203,7 +105,7 @@ class GuardedWriter:
                 statement = statement.add_cte(follower(matched).cte(f"follower_{index}"))
             driver_statement = None
             if self._engine.dialect.driver == "asyncpg":
-                driver_statement = _driver_statement(statement, self._engine.dialect)
+                driver_statement = compile_for_driver(statement, self._engine.dialect)
             return _Built(guard, (), statement, driver_statement)
         returned = select(
             *(

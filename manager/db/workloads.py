@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +31,7 @@ from sqlalchemy.sql import FromClause
 from manager import states
 from manager.db.events import EventSpec, event_follower, event_params
 from manager.db.guarded import Follower, Guard, GuardedWrite, GuardedWriter
+from manager.db.records import AttemptRecord, WorkloadRecord
 from manager.db.tables import AttemptRow, WorkloadRow
 from manager.jobs import SubmittedJob
 
@@ -109,32 +109,6 @@ async def get_workload_by_id(
         statement = statement.with_for_update(of=WorkloadRow)
     result = await session.execute(statement)
     return result.unique().scalar_one_or_none()
-
-
-@functools.cache
-def _workloads_by_ids(size: int) -> Select[tuple[WorkloadRow]]:
-    """The read of `size` workloads by id, built once per size: a statement's construction and
-    cache key cost more than its execution. One bound parameter per id rather than an expanding
-    one, which SQLAlchemy would re-render into the SQL text on every execution."""
-    ids = [bindparam(f"id_{i}", type_=WorkloadRow.id.type) for i in range(size)]
-    return (
-        select(WorkloadRow).options(joinedload(WorkloadRow.attempts)).where(WorkloadRow.id.in_(ids))
-    )
-
-
-async def get_workloads_by_ids(
-    session: AsyncSession, workload_ids: Sequence[int]
-) -> dict[int, WorkloadRow]:
-    """Several workloads with their attempts, by id, in one round trip."""
-    if not workload_ids:
-        return {}
-    # Padded to a power of two with repeats: each list length is a statement of its own to
-    # prepare, and a handful of lengths keeps them all in the driver's cache.
-    ids = list(workload_ids)
-    ids += [ids[-1]] * ((1 << (len(ids) - 1).bit_length()) - len(ids))
-    statement = _workloads_by_ids(len(ids))
-    result = await session.execute(statement, {f"id_{i}": v for i, v in enumerate(ids)})
-    return {row.id: row for row in result.unique().scalars()}
 
 
 async def find_by_workload_name(
@@ -551,14 +525,16 @@ def _build_submission() -> tuple[Guard, list[Follower]]:
     return guard, [event_follower("e")]
 
 
-def active_attempt(row: WorkloadRow, cluster: str) -> AttemptRow | None:
+def active_attempt(
+    row: WorkloadRow | WorkloadRecord, cluster: str
+) -> AttemptRow | AttemptRecord | None:
     for attempt in reversed(row.attempts):
         if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:
             return attempt
     return None
 
 
-def active_attempts(row: WorkloadRow) -> Sequence[AttemptRow]:
+def active_attempts(row: WorkloadRow | WorkloadRecord) -> Sequence[AttemptRow | AttemptRecord]:
     return [a for a in row.attempts if a.state in states.ATTEMPT_ACTIVE]
 
 

@@ -26,6 +26,7 @@ from manager.db import workloads as workload_queries
 from manager.db.credentials import KubeconfigCipher
 from manager.db.events import EventSpec, append_event
 from manager.db.guarded import GuardedWriter
+from manager.db.records import WorkloadReader, WorkloadRecord
 from manager.db.session import SessionFactory, read_sessions
 from manager.db.tables import AttemptRow, ClusterRow, WorkloadRow
 from manager.dispatch import preemption
@@ -136,6 +137,7 @@ class Dispatcher:
         self._sessions = sessions
         self._reads = read_sessions(sessions)
         self.writer = GuardedWriter(sessions.kw["bind"])
+        self._reader = WorkloadReader(sessions.kw["bind"])
         self._cipher = cipher
         self.settings = settings
         self._clock = clock
@@ -357,11 +359,11 @@ class Dispatcher:
 
     # ---- workloads in and out ----------------------------------------------------------------
 
-    def _index(self, row: WorkloadRow) -> None:
+    def _index(self, row: WorkloadRow | WorkloadRecord) -> None:
         self._by_workload_name[(row.namespace, row.workload_name)] = row.id
         self._by_job_name[(row.namespace, row.name)] = row.id
 
-    def _unindex(self, row: WorkloadRow) -> None:
+    def _unindex(self, row: WorkloadRow | WorkloadRecord) -> None:
         self._by_workload_name.pop((row.namespace, row.workload_name), None)
         self._by_job_name.pop((row.namespace, row.name), None)
         self._reconciled_at.pop(row.id, None)
@@ -397,9 +399,8 @@ class Dispatcher:
             log.exception("workload %s: reconcile failed; retrying", workload_id)
             self._queue.add_after(workload_id, 5.0)
 
-    async def _read_rows(self, workload_ids: list[int]) -> dict[int, WorkloadRow]:
-        async with self._reads() as session:
-            return await workload_queries.get_workloads_by_ids(session, workload_ids)
+    async def _read_rows(self, workload_ids: list[int]) -> dict[int, WorkloadRecord]:
+        return await self._reader.by_ids(workload_ids)
 
     async def reconcile(self, workload_id: int) -> None:
         self._reconciled_at[workload_id] = asyncio.get_running_loop().time()
@@ -416,7 +417,7 @@ class Dispatcher:
         else:
             await self._dispatch(row)
 
-    async def _delete_copies(self, row: WorkloadRow, conn: ClusterConnection) -> bool:
+    async def _delete_copies(self, row: WorkloadRecord, conn: ClusterConnection) -> bool:
         """Delete the workload's Workload and Job copies in one cluster; True if any was there."""
         found = False
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
@@ -431,7 +432,7 @@ class Dispatcher:
             found = True
         return found
 
-    async def _finalize(self, row: WorkloadRow) -> None:
+    async def _finalize(self, row: WorkloadRecord) -> None:
         """A finished or cancelled workload: record the end, remove every copy, forget it."""
         now = self._clock.now()
         if row.state not in states.FINAL_STATES:
@@ -454,7 +455,7 @@ class Dispatcher:
         await self._remove_remote(row, now)
 
     async def _remove_remote(
-        self, row: WorkloadRow, now: datetime, *, attempts_ended: bool = False
+        self, row: WorkloadRecord, now: datetime, *, attempts_ended: bool = False
     ) -> None:
         """Delete every remote copy of a finished workload, then record that none is left.
 
@@ -477,7 +478,7 @@ class Dispatcher:
         self._unindex(row)
         self._changed()
 
-    async def _follow_winner(self, row: WorkloadRow) -> None:
+    async def _follow_winner(self, row: WorkloadRecord) -> None:
         assert row.cluster is not None
         conn = self.connections.get(row.cluster)
         if conn is None or not conn.ready:
@@ -578,7 +579,7 @@ class Dispatcher:
 
     async def _save(
         self,
-        row: WorkloadRow,
+        row: WorkloadRecord,
         changes: dict[str, Any],
         *,
         event: EventSpec | None = None,
@@ -602,7 +603,7 @@ class Dispatcher:
         return True
 
     async def _finish(
-        self, row: WorkloadRow, result: str, message: str | None, job_obj: dict[str, Any] | None
+        self, row: WorkloadRecord, result: str, message: str | None, job_obj: dict[str, Any] | None
     ) -> None:
         now = self._clock.now()
         assert row.cluster is not None  # only the winner's Job or copy ends a workload
@@ -621,7 +622,7 @@ class Dispatcher:
         # The remote objects go now, without another read of the row this call just finished.
         await self._remove_remote(row, now, attempts_ended=True)
 
-    async def _requeue(self, row: WorkloadRow, reason: str, message: str) -> None:
+    async def _requeue(self, row: WorkloadRecord, reason: str, message: str) -> None:
         """Give up on the winner (evicted, or its copy gone): remove its copies, dispatch again."""
         assert row.cluster is not None
         conn = self.connections.get(row.cluster)
@@ -653,7 +654,7 @@ class Dispatcher:
                     self._metrics.evicted.labels(cluster_queue=row.queue, reason=reason).inc()
         self._changed()
 
-    async def _dispatch(self, row: WorkloadRow) -> None:
+    async def _dispatch(self, row: WorkloadRecord) -> None:
         ready = self.ready_connections()
         admissions: list[tuple[str, datetime | None]] = []
         active = {a.cluster: a for a in workload_queries.active_attempts(row)}
@@ -745,14 +746,14 @@ class Dispatcher:
             self._queue.add_after(row.id, min(max(delay, 0.5), self.settings.resync_seconds))
 
     async def _send_copy(
-        self, conn: ClusterConnection, body: dict[str, Any], row: WorkloadRow
+        self, conn: ClusterConnection, body: dict[str, Any], row: WorkloadRecord
     ) -> None:
         await conn.create_workload(body)
         self._expected.add((conn.name, WORKLOADS, (row.namespace, row.workload_name)))
         self._metrics.dispatched.labels(cluster_queue=row.queue, cluster=conn.name).inc()
         self._note_sent(conn, row)
 
-    async def _elect(self, row: WorkloadRow, cluster: str) -> None:
+    async def _elect(self, row: WorkloadRecord, cluster: str) -> None:
         now = self._clock.now()
         won = await self.writer.write(workload_queries.election(row.id, cluster, now)) is not None
         self._changed()
@@ -774,14 +775,14 @@ class Dispatcher:
 
     # ---- BestFit bookkeeping -----------------------------------------------------------------
 
-    def _requests_milli(self, row: WorkloadRow) -> dict[str, int]:
+    def _requests_milli(self, row: WorkloadRecord) -> dict[str, int]:
         result = {}
         for resource, amount in (row.requests or {}).items():
             with contextlib.suppress(QuantityError):
                 result[resource] = Quantity.parse(amount).milli_value()
         return result
 
-    def _cluster_queue_of(self, conn: ClusterConnection, row: WorkloadRow) -> str | None:
+    def _cluster_queue_of(self, conn: ClusterConnection, row: WorkloadRecord) -> str | None:
         local_queue = conn.caches[LOCAL_QUEUES].get((row.namespace, row.queue))
         if local_queue is None:
             return None
@@ -789,7 +790,7 @@ class Dispatcher:
         value = spec.get("clusterQueue")
         return str(value) if value else None
 
-    def _candidate(self, conn: ClusterConnection, row: WorkloadRow, now: datetime) -> Candidate:
+    def _candidate(self, conn: ClusterConnection, row: WorkloadRecord, now: datetime) -> Candidate:
         report = self._capacity.get(conn.name)
         cluster_queue = self._cluster_queue_of(conn, row)
         if report is None or cluster_queue is None:
@@ -804,7 +805,7 @@ class Dispatcher:
             report.sent.get(cluster_queue, {}),
         )
 
-    def _note_sent(self, conn: ClusterConnection, row: WorkloadRow) -> None:
+    def _note_sent(self, conn: ClusterConnection, row: WorkloadRecord) -> None:
         report = self._capacity.get(conn.name)
         cluster_queue = self._cluster_queue_of(conn, row)
         if report is None or cluster_queue is None:
@@ -815,7 +816,7 @@ class Dispatcher:
 
     def _preemption_step(
         self,
-        row: WorkloadRow,
+        row: WorkloadRecord,
         ready: dict[str, ClusterConnection],
         active: dict[str, AttemptRow],
         choice: Nomination,
@@ -848,7 +849,7 @@ class Dispatcher:
         )
 
     def _rooms(
-        self, row: WorkloadRow, ready: dict[str, ClusterConnection], now: datetime
+        self, row: WorkloadRecord, ready: dict[str, ClusterConnection], now: datetime
     ) -> list[preemption.Room] | None:
         """Each worker's preemption cost for the workload; None unless all reported lately."""
         requests = self._requests_milli(row)

@@ -1,13 +1,18 @@
-"""Fixtures: a fresh Postgres database per test session (migrated), cleaned before each test."""
+"""Fixtures: a fresh Postgres database per test session (migrated), cleaned before each test;
+`database`: that one, or a migrated SQLite file, for what must hold on both."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import asyncpg
 import pytest
 from cryptography.fernet import Fernet
 
+from manager.db.schema import migrate
+from manager.db.session import make_engine
 from manager.settings import ManagerSettings
 from tests.integration.manager.harness import API_TOKEN
 from tests.postgres import plain_url, scratch_database
@@ -29,6 +34,24 @@ async def clean_database(database_url: str) -> AsyncIterator[str]:
     finally:
         await connection.close()
     yield database_url
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The test's database URL: the clean Postgres one, or a migrated SQLite file."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("clean_database"))
+    url = f"sqlite+aiosqlite:///{tmp_path / 'manager.db'}"
+
+    async def migrated() -> None:
+        engine = make_engine(url)
+        try:
+            await migrate(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(migrated())
+    return url
 
 
 @pytest.fixture

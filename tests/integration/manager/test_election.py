@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +19,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from manager import states
 from manager.agent_report import AgentReport, ReportedFinish
 from manager.db.guarded import GuardedWriter
-from manager.db.schema import migrate
 from manager.db.session import make_engine, make_session_factory
 from manager.db.tables import AttemptRow, EventRow, WorkloadRow
 from manager.db.workloads import (
@@ -53,24 +51,6 @@ def job_row(state: str, at: datetime, **fields: Any) -> WorkloadRow:
         created_at=at,
         **fields,
     )
-
-
-@pytest.fixture(params=["postgres", "sqlite"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The test's database URL: the clean Postgres one, or a migrated SQLite file."""
-    if request.param == "postgres":
-        return str(request.getfixturevalue("clean_database"))
-    url = f"sqlite+aiosqlite:///{tmp_path / 'manager.db'}"
-
-    async def migrated() -> None:
-        engine = make_engine(url)
-        try:
-            await migrate(engine)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(migrated())
-    return url
 
 
 @dataclass
