@@ -208,12 +208,20 @@ def _writes(metrics_text: str) -> float:
 
 
 async def _submit(
-    url: str, token: str, bodies: Iterator[dict[str, Any]], on_created: Callable[[], None]
+    url: str,
+    token: str,
+    bodies: Iterator[dict[str, Any]],
+    on_created: Callable[[], None],
+    rate: float | None = None,
 ) -> None:
-    """POST every Job to the manager, SUBMITTERS at a time, as fast as the API takes them.
+    """POST every Job to the manager, SUBMITTERS at a time: as fast as the API takes them, or
+    with `rate`, the i-th Job not before i/rate seconds from the start (an offered load).
 
     aiohttp rather than httpx: the submitting client shares the harness process (and its CPU
     figure) with the kubesim clusters, and httpx costs several times more CPU per request."""
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    numbered = enumerate(bodies)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     connector = aiohttp.TCPConnector(limit=SUBMITTERS)
     timeout = aiohttp.ClientTimeout(total=60)
@@ -222,7 +230,9 @@ async def _submit(
     ) as session:
 
         async def submitter() -> None:
-            for body in bodies:  # one shared iterator: each Job is taken by one submitter
+            for index, body in numbered:  # one shared iterator: each Job is taken by one
+                if rate is not None:
+                    await asyncio.sleep(start + index / rate - loop.time())
                 async with session.post(
                     "/api/v1/workloads", data=jsoncodec.dumps(body)
                 ) as response:
@@ -244,6 +254,7 @@ async def run_mode(
     cluster_cpu: str,
     within: float,
     worker_qps: float | None,
+    submit_rate: float | None = None,
 ) -> dict[str, Any]:
     token = secrets.token_urlsafe(16)
     port = _free_port()
@@ -356,6 +367,7 @@ async def run_mode(
                     token,
                     (_job(index, run_for, job_cpu) for index in range(jobs)),
                     lambda: progress.advance(submitted),
+                    submit_rate,
                 )
                 await _wait(settled, within)
             wall = time.monotonic() - started
@@ -409,6 +421,8 @@ async def run_mode(
         "submitToAdmittedP50Seconds": round(statistics.median(latencies), 3),
         "submitToAdmittedP99Seconds": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
         "submittedPerSecond": round(len(rows) / submit_span, 1) if submit_span > 0 else None,
+        # The offered load (--submit-rate), or None: as fast as the API takes them.
+        "offeredPerSecond": submit_rate,
         "submitToDispatchedP50Seconds": round(statistics.median(to_dispatch), 3),
         "dispatchedToAdmittedP50Seconds": round(statistics.median(dispatch_to_admitted), 3),
         "workerApiWritesPerWorkload": round(writes / jobs, 2),
@@ -444,12 +458,21 @@ def main() -> None:
         ),
     )
     parser.add_argument(
+        "--submit-rate",
+        type=float,
+        default=None,
+        help="submit Jobs at this rate (per second) instead of as fast as the API takes them: "
+        "latency at an offered load the system can sustain, rather than a backlog's drain time",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=None,
         help="write summary.json, table.md (figures against the targets) and plot.png here",
     )
     args = parser.parse_args()
+    if args.submit_rate is not None and args.submit_rate <= 0:
+        parser.error("--submit-rate must be a positive number of Jobs per second")
     results = []
     timelines: dict[str, list[float]] = {}
     for mode in args.mode or ["AllAtOnce", "BestFit"]:
@@ -464,6 +487,7 @@ def main() -> None:
                 cluster_cpu=args.cluster_cpu,
                 within=args.within,
                 worker_qps=args.worker_qps,
+                submit_rate=args.submit_rate,
             )
         )
         timelines[mode] = result.pop("admittedAtSeconds")
