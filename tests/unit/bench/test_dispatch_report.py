@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench.dispatch.report import markdown_table, write_outputs, writes_ratio
 
 
@@ -49,3 +51,15 @@ def test_the_outputs_are_written(tmp_path: Path) -> None:
     assert summary["bestFitWritesRatio"] is None
     assert (tmp_path / "out" / "table.md").read_text().startswith("| mode |")
     assert (tmp_path / "out" / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_submit_rate_that_is_not_positive_is_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.dispatch import run
+
+    monkeypatch.setattr("sys.argv", ["mkq bench dispatch", "--jobs", "10", "--submit-rate", "0"])
+    with pytest.raises(SystemExit) as exited:
+        run.main()
+    assert exited.value.code == 2
+    assert "--submit-rate must be a positive number" in capsys.readouterr().err
