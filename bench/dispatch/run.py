@@ -230,7 +230,8 @@ async def _submit(
     ) as session:
 
         async def submitter() -> None:
-            for index, body in numbered:  # one shared iterator: each Job is taken by one
+            # One shared iterator: each Job is taken by one submitter.
+            for index, body in numbered:
                 if rate is not None:
                     await asyncio.sleep(start + index / rate - loop.time())
                 async with session.post(

@@ -172,12 +172,12 @@ async def test_a_job_that_completed_as_it_was_evicted_is_finished_where_it_ran(
     is recorded so; a finish from a cluster that is no longer the winner changes nothing."""
     sessions, writer = store.sessions, store.writer
     now = datetime.now(UTC)
-    async with sessions.begin() as session:
-        evicted = await add_workload(session, job_row(states.EVICTED, now))
-    assert (
-        await writer.write(
+
+    async def succeeded_in_a(workload_id: int) -> Any:
+        """The finish of a Job that succeeded in cluster a, as the watch reports it."""
+        return await writer.write(
             finishing(
-                evicted.id,
+                workload_id,
                 ran_in="a",
                 result=states.SUCCEEDED,
                 message=None,
@@ -185,8 +185,10 @@ async def test_a_job_that_completed_as_it_was_evicted_is_finished_where_it_ran(
                 now=now,
             )
         )
-        is not None
-    )
+
+    async with sessions.begin() as session:
+        evicted = await add_workload(session, job_row(states.EVICTED, now))
+    assert await succeeded_in_a(evicted.id) is not None
     async with sessions() as session:
         stored = await get_workload_by_id(session, evicted.id)
     assert stored is not None and (stored.state, stored.cluster) == (states.SUCCEEDED, "a")
@@ -195,19 +197,7 @@ async def test_a_job_that_completed_as_it_was_evicted_is_finished_where_it_ran(
         moved = job_row(states.ADMITTED, now, cluster="b")
         moved.name, moved.workload_name = "k", "job-k-00000"
         moved = await add_workload(session, moved)
-    assert (
-        await writer.write(
-            finishing(
-                moved.id,
-                ran_in="a",
-                result=states.SUCCEEDED,
-                message=None,
-                remote_status=None,
-                now=now,
-            )
-        )
-        is None
-    )
+    assert await succeeded_in_a(moved.id) is None
     async with sessions() as session:
         stored = await get_workload_by_id(session, moved.id)
     assert stored is not None and (stored.state, stored.cluster) == (states.ADMITTED, "b")
