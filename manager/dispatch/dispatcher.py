@@ -144,7 +144,7 @@ class Dispatcher:
         self._metrics = metrics
         self.connections: dict[str, ClusterConnection] = {}
         self._queue: WorkQueue[int] = WorkQueue()
-        self._rows = CoalescingLoader(self._read_rows, window=settings.read_window_seconds)
+        self._rows = CoalescingLoader(self._reader.by_ids, window=settings.read_window_seconds)
         self._tasks: list[asyncio.Task[None]] = []
         # (namespace, workload name) and (namespace, job name) -> workload id.
         self._by_workload_name: dict[Key, int] = {}
@@ -398,9 +398,6 @@ class Dispatcher:
         except Exception:
             log.exception("workload %s: reconcile failed; retrying", workload_id)
             self._queue.add_after(workload_id, 5.0)
-
-    async def _read_rows(self, workload_ids: list[int]) -> dict[int, WorkloadRecord]:
-        return await self._reader.by_ids(workload_ids)
 
     async def reconcile(self, workload_id: int) -> None:
         self._reconciled_at[workload_id] = asyncio.get_running_loop().time()
