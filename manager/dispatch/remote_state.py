@@ -60,13 +60,16 @@ class JobState:
 
 
 def job_state(obj: Mapping[str, Any]) -> JobState:
-    """A worker's batch/v1 Job or JobSet (Completed/Failed, per-replicated-job counts)."""
-    complete = (
-        condition(obj, "Complete")
-        or condition(obj, "SuccessCriteriaMet")
-        or condition(obj, "Completed")
-    )
-    failed = condition(obj, "Failed") or condition(obj, "FailureTarget")
+    """A worker's batch/v1 Job or JobSet (Completed/Failed, per-replicated-job counts).
+
+    Finished means Complete (a JobSet's Completed) or Failed, as Kueue's Job integration reads
+    it (pkg/controller/jobs/job/job_controller.go, Finished). SuccessCriteriaMet and
+    FailureTarget come first, while the pods still terminate; the final status (succeeded
+    counts, completionTime, Complete) arrives only after, so ending there would remove the
+    copy before its last status reached the manager's Job.
+    """
+    complete = condition(obj, "Complete") or condition(obj, "Completed")
+    failed = condition(obj, "Failed")
     status = obj.get("status") or {}
     started = (
         bool(status.get("startTime"))
