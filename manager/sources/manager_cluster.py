@@ -2,8 +2,9 @@
 
 Jobs carrying the queue-name label whose LocalQueue points at a ClusterQueue with a MultiKueue
 AdmissionCheck (controllerName kueue.x-k8s.io/multikueue) become workloads; the check's
-MultiKueueConfig lists the MultiKueueClusters, whose kubeconfigs (a Secret in the Kueue
-namespace, key `kubeconfig`, or a file path) define the workers. The manager Job stays suspended
+MultiKueueConfig lists the MultiKueueClusters, whose kubeconfigs (a Secret, key `kubeconfig`, in
+the manager's own namespace `ManagerSettings.kueue_namespace`, where its RBAC lets it read
+Secrets; or a file path) define the workers. The manager Job stays suspended
 (spec.managedBy: kueue.x-k8s.io/multikueue) and receives its worker's Job status.
 
 The manager cluster is list/watched through the same connection code as the workers (own
@@ -51,9 +52,11 @@ from manager.jobs import (
     parse_job,
     workload_name,
 )
+from manager.remote.api_errors import status_message
 from manager.remote.connection import JOBS, JOBSETS, ClusterConnection, Key, Unreachable
 from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 from manager.runtime import ManagerRuntime
+from manager.settings import MANAGER_NAMESPACE
 from manager.sources.manager_workload import Record, status_key, workload_body, workload_status
 
 log = logging.getLogger(__name__)
@@ -87,7 +90,7 @@ class ManagerClusterSource:
         runtime: ManagerRuntime,
         kubeconfig: dict[str, Any],
         *,
-        kueue_namespace: str = "kueue-system",
+        kueue_namespace: str = MANAGER_NAMESPACE,
         interval: float = 30.0,
     ) -> None:
         self._runtime = runtime
@@ -488,16 +491,22 @@ class ManagerClusterSource:
         if self._synced_status.get(key) == digest:
             return
         kind = job_kind(row.kind)
+        # A merge patch keeps what it does not name: a field the worker's Job dropped (`active`
+        # once it finished) is cleared explicitly, or kube-apiserver refuses the mix.
+        dropped = {field: None for field in job.get("status") or {} if field not in remote}
         try:
-            await self._patch_job(kind, row.namespace, row.name, {"status": remote}, "status")
+            await self._patch_job(
+                kind, row.namespace, row.name, {"status": {**dropped, **remote}}, "status"
+            )
             self._synced_status[key] = digest
         except ApiException as error:
             log.info(
-                "status of %s %s/%s not synced: %s",
+                "status of %s %s/%s not synced: %s: %s",
                 kind.kind,
                 row.namespace,
                 row.name,
                 error.reason,
+                status_message(error),
             )
 
     async def _patch_job(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
 
@@ -93,6 +94,11 @@ def serve(database_url: str, kubeconfig: str | None, listen: str, access_log: bo
     from mkq.profiling import profiled
 
     host, port = _split_listen(listen)
+    # The manager's own records (a worker refused a copy, a status not synced...) at INFO, as
+    # the agent logs; uvicorn keeps its own format.
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     os.environ["MKQ_DATABASE_URL"] = database_url
     try:
         settings = ManagerSettings()
