@@ -11,6 +11,11 @@ from manager.db.session import check_database_url
 from manager.dispatch.nomination import DispatchConfig, DispatchMode
 from manager.remote.connection import ConnectionSettings
 
+# The namespace the manifests deploy the manager in (deploy/base/manager), and the one namespace
+# whose Secrets its RBAC lets it read: the worker kubeconfigs MultiKueueClusters name live there.
+# (Kueue's own manager reads them from kueue-system, where Kueue runs; ours is not there.)
+MANAGER_NAMESPACE = "mkq-system"
+
 
 class ManagerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MKQ_", extra="ignore")
@@ -37,10 +42,15 @@ class ManagerSettings(BaseSettings):
     resync_seconds: float = Field(default=30.0, gt=0)
     gc_seconds: float = Field(default=60.0, gt=0)
     lost_check_seconds: float = Field(default=5.0, gt=0)
+    # How often a connected worker is asked for /version; no answer within
+    # health_probe_timeout_seconds and it is Unreachable (a frozen API server answers nothing).
+    health_probe_seconds: float = Field(default=10.0, gt=0)
+    health_probe_timeout_seconds: float = Field(default=5.0, gt=0)
     reconcile_workers: int = Field(default=16, ge=1)
-    # The manager cluster (mkq manager serve --kubeconfig): where MultiKueueCluster Secrets live,
-    # and the period of a full pass besides the one after each change.
-    kueue_namespace: str = "kueue-system"
+    # The manager cluster (mkq manager serve --kubeconfig): where MultiKueueCluster Secrets live
+    # (MKQ_KUEUE_NAMESPACE; the manager's own namespace, the only one its RBAC lets it read
+    # Secrets in), and the period of a full pass besides the one after each change.
+    kueue_namespace: str = MANAGER_NAMESPACE
     manager_cluster_seconds: float = Field(default=30.0, gt=0)
 
     @field_validator("database_url")
@@ -62,4 +72,6 @@ class ManagerSettings(BaseSettings):
             burst=self.worker_burst,
             backoff_base=self.reconnect_base_seconds,
             backoff_cap=self.reconnect_cap_seconds,
+            probe_seconds=self.health_probe_seconds,
+            probe_timeout=self.health_probe_timeout_seconds,
         )

@@ -73,6 +73,11 @@ class ConnectionSettings:
     backoff_cap: float = 320.0
     watch_timeout: int = 300
     request_timeout: float = 30.0
+    # A frozen API server keeps its sockets open and answers nothing: while its watches run,
+    # it is asked for /version this often, and counts as unreachable when no answer comes
+    # within probe_timeout.
+    probe_seconds: float = 10.0
+    probe_timeout: float = 5.0
 
 
 # Environment variables aiohttp reads when trusting the environment (the agent's client skips
@@ -286,7 +291,14 @@ class ClusterConnection:
         else:
             self.unserved.discard(kind)
         fresh: dict[Key, dict[str, Any]] = {}
+        # kube-apiserver names the kind once, on the list ("JobList"); its items carry none
+        # (watch events do). Readers of the cache see the same object either way.
+        list_kind = str(body.get("kind") or "")
+        item_kind = list_kind.removesuffix("List") if list_kind.endswith("List") else None
         for item in body.get("items") or []:
+            if item_kind:
+                item.setdefault("kind", item_kind)
+                item.setdefault("apiVersion", body.get("apiVersion"))
             meta = item.get("metadata") or {}
             fresh[(meta.get("namespace") or "", meta.get("name") or "")] = item
         cache = self.caches[kind]
@@ -310,6 +322,7 @@ class ClusterConnection:
             asyncio.create_task(self._watch(kind, version), name=f"watch-{self.name}-{kind}")
             for kind, version in versions.items()
         ]
+        tasks.append(asyncio.create_task(self._probe(), name=f"probe-{self.name}"))
         try:
             done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
@@ -318,6 +331,21 @@ class ClusterConnection:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _probe(self) -> None:
+        """Raise Unreachable once the API server stops answering a small request in time."""
+        assert self._api is not None
+        versions = client.VersionApi(self._api)
+        while True:
+            await asyncio.sleep(self._settings.probe_seconds)
+            try:
+                await asyncio.wait_for(versions.get_code(), self._settings.probe_timeout)
+            except (aiohttp.ClientError, TimeoutError, OSError, ApiException) as error:
+                raise Unreachable(
+                    "ClientConnectionFailed",
+                    f"no answer to GET /version within {self._settings.probe_timeout:g}s: "
+                    f"{error!r}",
+                ) from error
 
     async def _watch(self, kind: str, version: str) -> None:
         while kind not in self.unserved:  # an unserved kind is listed again on reconnect only
@@ -393,7 +421,8 @@ class ClusterConnection:
         await self._bucket.acquire()
         self._count_write(self.name, verb)
         try:
-            result = await call()
+            # A write to an API server that stopped answering must not hold its caller.
+            result = await asyncio.wait_for(call(), self._settings.request_timeout)
             if isinstance(result, aiohttp.ClientResponse):
                 # Asked for with _preload_content=False: the answer is not needed, and turning
                 # it into the client's models (a V1Job, a V1Status) costs more than the call.

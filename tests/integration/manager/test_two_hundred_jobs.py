@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from kubesim import ClusterSpec, run_clusters
-from manager.settings import ManagerSettings
+from manager.settings import MANAGER_NAMESPACE, ManagerSettings
 from tests.integration.manager.harness import eventually, serve_manager
 from tests.integration.manager.kube import CRDS, workers
 from tests.integration.manager.test_dispatch_flow import copies, job_names, wait_connected
@@ -22,10 +22,11 @@ from tests.integration.manager.worker_double import GROUP, VERSION, WorkerDouble
 
 async def setup_manager_cluster(double: WorkerDouble, workers_: dict[str, dict[str, Any]]) -> None:
     core, custom = double.core, double.custom
-    await core.create_namespace({"metadata": {"name": "kueue-system"}})
+    # The worker kubeconfig Secrets go where the manager reads them (its default namespace).
+    await core.create_namespace({"metadata": {"name": MANAGER_NAMESPACE}})
     for name, kubeconfig in workers_.items():
         await core.create_namespaced_secret(
-            "kueue-system",
+            MANAGER_NAMESPACE,
             {
                 "metadata": {"name": f"{name}-kubeconfig"},
                 "data": {
