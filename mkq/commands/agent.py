@@ -42,6 +42,13 @@ def agent() -> None:
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
 @click.option("--lease-namespace", default="default", show_default=True)
 @click.option(
+    "--report-interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between reports to the manager (admissions, finishes, capacity).",
+)
+@click.option(
     "--wait-for-pods-ready-timeout",
     type=click.FloatRange(min=0),
     default=1800.0,
@@ -86,6 +93,7 @@ def run(
     context: str | None,
     leader_elect: bool,
     lease_namespace: str,
+    report_interval: float,
     wait_for_pods_ready_timeout: float,
     wait_for_pods_ready_recovery_timeout: float | None,
     wait_for_pods_ready_block_admission: bool,
@@ -119,6 +127,7 @@ def run(
         metrics_host=metrics_host,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
+        report_interval=report_interval,
         **agent_settings(ctx, configuration),
     )
     try:

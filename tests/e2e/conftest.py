@@ -1,11 +1,15 @@
 """Fixtures of the e2e suite: which backend runs the clusters, and the manager's database.
 
-kubesim is the default. kind is used when MKQ_E2E_KIND=1 and `docker info` answers; asked for
-without a working Docker engine, the suite runs on kubesim and says so in a warning.
+MKQ_E2E_BACKEND names the backends, comma-separated: `kubesim` (the default), `real` (real
+control planes, tests/e2e/backends/real_backend.py), `kind`. Every test runs once per backend
+named (ids `[kubesim]`, `[real]`). kind is used when `docker info` answers (MKQ_E2E_KIND=1 is
+the old spelling of MKQ_E2E_BACKEND=kind); asked for without a working Docker engine, the
+suite runs on kubesim and says so in a warning.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import shutil
@@ -23,22 +27,38 @@ from tests.e2e.backends.base import Backend, System, SystemOptions
 from tests.postgres import plain_url, scratch_database
 from worker_agent.kube_client import KubeClient
 
-
-def kind_requested() -> bool:
-    return os.environ.get("MKQ_E2E_KIND") == "1"
+BACKENDS = ("kubesim", "real", "kind")
 
 
 @functools.cache
+def backend_names() -> tuple[str, ...]:
+    """The backends MKQ_E2E_BACKEND names, in order, kind replaced by kubesim without Docker."""
+    requested = os.environ.get("MKQ_E2E_BACKEND", "")
+    if os.environ.get("MKQ_E2E_KIND") == "1":
+        requested = requested or "kind"
+    names = [n.strip() for n in (requested or "kubesim").split(",") if n.strip()]
+    unknown = [n for n in names if n not in BACKENDS]
+    if unknown:
+        raise pytest.UsageError(
+            f"MKQ_E2E_BACKEND: unknown backend {', '.join(unknown)} (one of {', '.join(BACKENDS)})"
+        )
+    if "kind" in names and not docker_works():
+        warnings.warn(
+            "MKQ_E2E_BACKEND asks for kind but `docker info` fails (no Docker engine): "
+            "running on kubesim",
+            stacklevel=1,
+        )
+        names = ["kubesim" if n == "kind" else n for n in names]
+    return tuple(dict.fromkeys(names))
+
+
 def use_kind() -> bool:
-    if not kind_requested():
-        return False
-    if docker_works():
-        return True
-    warnings.warn(
-        "MKQ_E2E_KIND=1 but `docker info` fails (no Docker engine): running on kubesim",
-        stacklevel=1,
-    )
-    return False
+    return "kind" in backend_names()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend_name" in metafunc.fixturenames:
+        metafunc.parametrize("backend_name", backend_names(), scope="session")
 
 
 def docker_works() -> bool:
@@ -53,10 +73,9 @@ def docker_works() -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """kind rolls the manager out for each test's settings: give every test ten minutes."""
-    if use_kind():
-        for item in items:
-            if item.nodeid.startswith("tests/e2e/"):
-                item.add_marker(pytest.mark.timeout(600))
+    for item in items:
+        if item.nodeid.startswith("tests/e2e/") and "[kind]" in item.nodeid:
+            item.add_marker(pytest.mark.timeout(600))
 
 
 async def _empty(url: str) -> None:
@@ -78,41 +97,53 @@ async def _empty(url: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def module_database() -> Iterator[str | None]:
+def module_database() -> Iterator[str]:
     """A fresh Postgres database for the test module, dropped after it (kind brings its own)."""
-    if use_kind():
-        yield None
-        return
     with scratch_database("mkq_e2e_") as url:
         yield url
 
 
-@pytest.fixture(scope="session")
-def kind_environment() -> Iterator[Any]:
-    """The kind clusters, created once per session (only when kind is used)."""
-    if not use_kind():
-        yield None
-        return
-    from tests.e2e.backends.kind_backend import KindEnvironment
+_environments: dict[str, Any] = {}
 
-    environment = KindEnvironment.create()
-    try:
-        yield environment
-    finally:
-        environment.delete()
+
+def _environment(name: str) -> Any:
+    """The session's kind or real clusters, created on first use, deleted at session end."""
+    if name not in _environments:
+        if name == "kind":
+            from tests.e2e.backends.kind_backend import KindEnvironment
+
+            _environments[name] = KindEnvironment.create()
+        else:
+            from tests.e2e.backends.real_backend import RealEnvironment
+
+            _environments[name] = RealEnvironment.create()
+    return _environments[name]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    kind = _environments.pop("kind", None)
+    if kind is not None:
+        kind.delete()
+    _environments.clear()  # the real clusters stop with the session (tests/realk8s.py)
 
 
 @pytest.fixture
-async def backend(kind_environment: Any, module_database: str | None) -> Backend:
-    if kind_environment is not None:
+def backend(backend_name: str, request: pytest.FixtureRequest) -> Backend:
+    if backend_name == "kind":
         from tests.e2e.backends.kind_backend import KindBackend
 
-        return KindBackend(kind_environment)
+        return KindBackend(_environment("kind"))
+    database: str = request.getfixturevalue("module_database")
+    asyncio.run(_empty(database))
+    if backend_name == "real":
+        from tests.e2e.backends.real_backend import RealBackend
+
+        # Started on this (the main) thread: the clusters' processes die with the thread
+        # that started them (PR_SET_PDEATHSIG), and a to_thread worker ends with its loop.
+        return RealBackend(_environment("real"), database)
     from tests.e2e.backends.kubesim_backend import KubesimBackend
 
-    assert module_database is not None
-    await _empty(module_database)
-    return KubesimBackend(module_database)
+    return KubesimBackend(database)
 
 
 StartSystem = Callable[..., AbstractAsyncContextManager[System]]

@@ -1,6 +1,6 @@
 """The kind backend: one manager and two worker clusters in Docker, deployed from deploy/.
 
-Chosen by the e2e fixtures when MKQ_E2E_KIND=1 and `docker info` works. The clusters are
+Chosen by the e2e fixtures when MKQ_E2E_BACKEND=kind and `docker info` works. The clusters are
 created once per session from deploy/kind/, the image is built from the Dockerfile and loaded
 into each, the CRDs and the kustomize overlays of deploy/overlays/ are applied, the workers are
 registered through the REST API (README, "Deploying on real clusters"), and everything is

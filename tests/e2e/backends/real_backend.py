@@ -1,0 +1,474 @@
+"""The real backend: real control planes (mkq/realk8s), the manager and agents as processes.
+
+Chosen by MKQ_E2E_BACKEND=real. Three clusters (manager, worker-cpu, worker-tas) run for the
+whole session: kube-apiserver, etcd, kube-controller-manager, kube-scheduler and KWOK nodes,
+with RBAC enforced. Each gets `deploy/crds/`; each worker the agent's and the manager-access
+identities of `deploy/base/`, the manager cluster the manager's. The manager (`mkq manager
+serve`) and one agent per worker (`mkq agent run`) run as processes, per test, with the tokens
+of those ServiceAccounts (TokenRequest for the agents and the manager, the token Secret for
+mkq-manager-access, as the README's deploy steps say), never as admin: a missing permission
+fails the test.
+
+make_unreachable freezes (SIGSTOP) every process of the worker's control plane and its agent,
+as a machine lost to a network split would be; the test's end thaws them. Between tests every
+Job, Workload and pod the test left is removed from every cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from cryptography.fernet import Fernet
+
+from mkq.demo.manifests import EXAMPLES, read_documents
+from mkq.realk8s.clusters import RealCluster, kubeconfig_document, processes, signal_processes
+from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
+from tests.e2e.backends.setup import manager_setup
+from tests.realk8s import real_clusters
+
+REPO = EXAMPLES.parents[1]
+DEPLOY = REPO / "deploy"
+MKQ = Path(sys.executable).with_name("mkq")
+NAMESPACE = "mkq-system"  # where the manifests put the identities and the manager's Secrets
+SYSTEM_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", NAMESPACE}
+BASE_ENV = {
+    "MKQ_KUEUE_NAMESPACE": NAMESPACE,
+    "MKQ_MANAGER_CLUSTER_SECONDS": "0.5",
+    "MKQ_RESYNC_SECONDS": "2",
+    "MKQ_GC_SECONDS": "2",
+    "MKQ_LOST_CHECK_SECONDS": "0.5",
+    "MKQ_RECONNECT_BASE_SECONDS": "0.2",
+    "MKQ_RECONNECT_CAP_SECONDS": "1",
+    "MKQ_CAPACITY_FRESHNESS_SECONDS": "30",
+    "MKQ_HEALTH_PROBE_SECONDS": "1",
+    "MKQ_HEALTH_PROBE_TIMEOUT_SECONDS": "2",
+}
+CLEAN_TIMEOUT = 90.0
+
+
+def _run(*args: str, stdin: str | None = None, timeout: float = 120) -> str:
+    result = subprocess.run(
+        list(args), input=stdin, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({result.returncode}): {result.stderr}")
+    return result.stdout
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return ""
+
+
+@dataclass
+class RealEnvironment:
+    """The session's three clusters with mkq's CRDs, identities and Kueue setup installed."""
+
+    clusters: dict[str, RealCluster]
+    scratch: Path
+    identities: dict[str, Path] = field(default_factory=dict)  # kubeconfig per process role
+    access: dict[str, dict[str, Any]] = field(default_factory=dict)  # manager-access per worker
+
+    @classmethod
+    def create(cls) -> RealEnvironment:
+        clusters = real_clusters((MANAGER_CLUSTER, *WORKERS))
+        environment = cls(clusters, Path(tempfile.mkdtemp(prefix="mkq-e2e-real-")))
+        environment._install()
+        return environment
+
+    def kubectl(self, cluster: str, *args: str, stdin: str | None = None) -> str:
+        kubeconfig = str(self.clusters[cluster].kubeconfig_path)
+        return _run("kubectl", "--kubeconfig", kubeconfig, *args, stdin=stdin)
+
+    def apply(self, cluster: str, objects: list[dict[str, Any]]) -> None:
+        self.kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
+
+    def _install(self) -> None:
+        for cluster in self.clusters:
+            self.kubectl(cluster, "apply", "--server-side", "-f", str(DEPLOY / "crds"))
+            self.kubectl(
+                cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"
+            )
+        for worker in WORKERS:
+            for part in ("namespace.yaml", "rbac.yaml"):
+                self.kubectl(worker, "apply", "-f", str(DEPLOY / "base" / "agent" / part))
+            self.kubectl(worker, "apply", "-k", str(DEPLOY / "base" / "manager-access"))
+            self.apply(worker, read_documents(EXAMPLES / f"{worker}-setup.yaml"))
+            self.identities[worker] = self._token_kubeconfig(worker, "mkq-agent")
+            self.access[worker] = self._manager_access_kubeconfig(worker)
+        for part in ("namespace.yaml", "rbac.yaml"):
+            self.kubectl(MANAGER_CLUSTER, "apply", "-f", str(DEPLOY / "base" / "manager" / part))
+        self.identities[MANAGER_CLUSTER] = self._token_kubeconfig(MANAGER_CLUSTER, "mkq-manager")
+        self._publish_kubeconfigs()
+        self.apply(MANAGER_CLUSTER, manager_setup(WORKERS))
+
+    def _token_kubeconfig(self, cluster: str, account: str) -> Path:
+        """A kubeconfig acting as ServiceAccount `account`, with a TokenRequest token."""
+        token = self.kubectl(
+            cluster, "-n", NAMESPACE, "create", "token", account, "--duration=24h"
+        ).strip()
+        real = self.clusters[cluster]
+        document = kubeconfig_document(
+            cluster, real.server, real.pki.ca_cert, account, {"token": token}
+        )
+        path = self.scratch / f"{cluster}-{account}.kubeconfig"
+        path.write_text(yaml.safe_dump(document))
+        return path
+
+    def _manager_access_kubeconfig(self, worker: str) -> dict[str, Any]:
+        """What the manager is given for a worker: the mkq-manager-access token Secret that
+        kube-controller-manager fills (README, "Deploying on real clusters", step 4)."""
+        deadline = time.monotonic() + 60
+        while True:
+            secret = yaml.safe_load(
+                self.kubectl(
+                    worker, "-n", NAMESPACE, "get", "secret", "mkq-manager-access-token", "-oyaml"
+                )
+            )
+            data = secret.get("data") or {}
+            if "token" in data and "ca.crt" in data:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{worker}: mkq-manager-access-token was never filled")
+            time.sleep(0.5)
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": worker,
+                    "cluster": {
+                        "server": self.clusters[worker].server,
+                        "certificate-authority-data": data["ca.crt"],
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "mkq-manager-access",
+                    "user": {"token": base64.b64decode(data["token"]).decode()},
+                }
+            ],
+            "contexts": [
+                {"name": worker, "context": {"cluster": worker, "user": "mkq-manager-access"}}
+            ],
+            "current-context": worker,
+        }
+
+    def _publish_kubeconfigs(self) -> None:
+        """The manager setup's MultiKueueClusters name Secrets `<worker>-kubeconfig`."""
+        for worker in WORKERS:
+            text = yaml.safe_dump(self.access[worker])
+            secret = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": f"{worker}-kubeconfig", "namespace": NAMESPACE},
+                "data": {"kubeconfig": base64.b64encode(text.encode()).decode()},
+            }
+            self.apply(MANAGER_CLUSTER, [secret])
+
+    # ---- between tests -------------------------------------------------------------------
+
+    def clean(self) -> None:
+        """Remove every Job, Workload and pod of the user namespaces, in every cluster, and
+        the agents' Leases (an agent frozen or killed does not release its own)."""
+        for cluster in self.clusters.values():
+            with cluster.admin_http() as http:
+                _clean_cluster(http)
+
+    def freeze(self, cluster: str, sig: signal.Signals) -> None:
+        signal_processes(processes(self.scratch_of(cluster), cluster), sig)
+
+    def scratch_of(self, cluster: str) -> Path:
+        return self.clusters[cluster].directory.parent
+
+
+def _call(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    """One request, retried while kube-apiserver answers 429 (a watch cache that is still
+    initializing, or priority and fairness), as client-go retries it."""
+    deadline = time.monotonic() + 30
+    while True:
+        response = http.request(method, path, **kwargs)
+        if response.status_code != 429 or time.monotonic() > deadline:
+            return response
+        time.sleep(float(response.headers.get("Retry-After") or 1))
+
+
+def _user_items(http: httpx.Client, path: str) -> list[dict[str, Any]]:
+    response = _call(http, "GET", path)
+    response.raise_for_status()
+    return [
+        item
+        for item in response.json().get("items", [])
+        if item["metadata"].get("namespace") not in SYSTEM_NAMESPACES
+    ]
+
+
+WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/workloads"
+JOBS = "/apis/batch/v1/jobs"
+PODS = "/api/v1/pods"
+
+
+def _clean_cluster(http: httpx.Client) -> None:
+    for workload in _user_items(http, WORKLOADS):
+        meta = workload["metadata"]
+        path = (
+            f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{meta['namespace']}/workloads/{meta['name']}"
+        )
+        if meta.get("finalizers"):
+            _call(
+                http,
+                "PATCH",
+                path,
+                json={"metadata": {"finalizers": None}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+        _call(http, "DELETE", path)
+    for job in _user_items(http, JOBS):
+        meta = job["metadata"]
+        _call(
+            http,
+            "DELETE",
+            f"/apis/batch/v1/namespaces/{meta['namespace']}/jobs/{meta['name']}",
+            json={"propagationPolicy": "Background"},
+        )
+    for pod in _user_items(http, PODS):
+        meta = pod["metadata"]
+        _call(
+            http,
+            "DELETE",
+            f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+            json={"gracePeriodSeconds": 0},
+        )
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"
+    for lease in _call(http, "GET", leases).json()["items"]:
+        _call(http, "DELETE", f"{leases}/{lease['metadata']['name']}")
+    deadline = time.monotonic() + CLEAN_TIMEOUT
+    while any(_user_items(http, path) for path in (WORKLOADS, JOBS, PODS)):
+        if time.monotonic() > deadline:
+            left = {path: len(_user_items(http, path)) for path in (WORKLOADS, JOBS, PODS)}
+            raise RuntimeError(f"{http.base_url}: objects left after cleaning: {left}")
+        time.sleep(0.2)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Process:
+    """One mkq process of a test, its output in a log file."""
+
+    label: str
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+
+    async def stop(self, grace: float = 15.0) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGCONT)
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            await asyncio.to_thread(process.wait, grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            await asyncio.to_thread(process.wait)
+
+    def failure(self) -> str | None:
+        """What went wrong, if the process died."""
+        if self.process is not None and self.process.poll() is not None:
+            return f"{self.label} exited ({self.process.returncode}):\n{_tail(self.log)}"
+        return None
+
+
+@dataclass
+class RealSystem:
+    environment: RealEnvironment
+    env: dict[str, str]
+    port: int
+    logs: Path
+    manager: Process | None = None
+    agents: dict[str, Process] = field(default_factory=dict)
+    frozen: set[str] = field(default_factory=set)
+
+    @property
+    def workers(self) -> tuple[str, ...]:
+        return WORKERS
+
+    @property
+    def kubeconfigs(self) -> Mapping[str, Path]:
+        return {name: c.kubeconfig_path for name, c in self.environment.clusters.items()}
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_token(self) -> str:
+        return self.env["MKQ_API_TOKEN"]
+
+    async def start_manager(self) -> None:
+        self.manager = Process(
+            "manager",
+            [
+                str(MKQ),
+                "manager",
+                "serve",
+                "--kubeconfig",
+                str(self.environment.identities[MANAGER_CLUSTER]),
+                "--listen",
+                f"127.0.0.1:{self.port}",
+            ],
+            self.env,
+            self.logs / "manager.log",
+        )
+        self.manager.start()
+        deadline = time.monotonic() + 60
+        async with httpx.AsyncClient(timeout=2) as http:
+            while True:
+                failure = self.manager.failure()
+                if failure:
+                    raise RuntimeError(failure)
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await http.get(f"{self.api_url}/readyz")).status_code == 200:
+                        return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"the manager was not ready in 60s:\n{_tail(self.manager.log)}"
+                    )
+                await asyncio.sleep(0.2)
+
+    async def start_agents(self, tokens: Mapping[str, str]) -> None:
+        for worker in WORKERS:
+            agent = Process(
+                f"agent {worker}",
+                [
+                    str(MKQ),
+                    "agent",
+                    "run",
+                    "--kubeconfig",
+                    str(self.environment.identities[worker]),
+                    "--cluster-name",
+                    worker,
+                    "--manager-url",
+                    self.api_url,
+                    "--token",
+                    tokens[worker],
+                    "--lease-namespace",
+                    NAMESPACE,
+                    "--report-interval",
+                    "0.5",
+                ],
+                {k: v for k, v in os.environ.items() if not k.startswith("MKQ_")},
+                self.logs / f"agent-{worker}.log",
+            )
+            agent.start()
+            self.agents[worker] = agent
+
+    async def make_unreachable(self, worker: str) -> None:
+        self.environment.freeze(worker, signal.SIGSTOP)
+        self.frozen.add(worker)
+        if worker in self.agents:
+            self.agents[worker].signal(signal.SIGSTOP)
+
+    @contextlib.asynccontextmanager
+    async def manager_stopped(self) -> AsyncIterator[None]:
+        if self.manager is not None:
+            await self.manager.stop()
+        try:
+            yield
+        finally:
+            await self.start_manager()
+
+    def failures(self) -> list[str]:
+        processes_ = [self.manager, *self.agents.values()]
+        return [f for p in processes_ if p is not None and (f := p.failure())]
+
+    async def shut_down(self) -> None:
+        for worker in sorted(self.frozen):
+            self.environment.freeze(worker, signal.SIGCONT)
+        self.frozen.clear()
+        for agent in self.agents.values():
+            await agent.stop()
+        if self.manager is not None:
+            await self.manager.stop()
+        await asyncio.to_thread(self.environment.clean)
+
+
+class RealBackend:
+    name = "real"
+
+    def __init__(self, environment: RealEnvironment, database_url: str) -> None:
+        self.environment = environment
+        self.database_url = database_url
+
+    @contextlib.asynccontextmanager
+    async def system(self, options: SystemOptions) -> AsyncIterator[RealSystem]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MKQ_")}
+        env.update(BASE_ENV)
+        env.update({f"MKQ_{key.upper()}": str(value) for key, value in options.manager.items()})
+        env["MKQ_DATABASE_URL"] = self.database_url
+        env["MKQ_API_TOKEN"] = secrets.token_urlsafe(24)
+        env["MKQ_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
+        logs = Path(tempfile.mkdtemp(prefix="logs-", dir=self.environment.scratch))
+        system = RealSystem(self.environment, env, _free_port(), logs)
+        try:
+            await system.start_manager()
+            async with api_client(system) as api:
+                tokens: dict[str, str] = {}
+                for worker in WORKERS:
+                    kubeconfig = yaml.safe_dump(self.environment.access[worker])
+                    response = await api.post(
+                        "/clusters", json={"name": worker, "kubeconfig": kubeconfig}
+                    )
+                    if response.status_code == 409:
+                        # Its MultiKueueCluster was seen first: such a cluster's agent gets
+                        # its token this way.
+                        response = await api.post(f"/clusters/{worker}/token")
+                    response.raise_for_status()
+                    tokens[worker] = response.json()["token"]
+            await system.start_agents(tokens)
+            yield system
+            failures = system.failures()
+            if failures:
+                raise AssertionError("a process of the system died:\n" + "\n".join(failures))
+        finally:
+            await system.shut_down()
