@@ -372,9 +372,18 @@ class Api:
                 current_meta.get("finalizers") or []
             )
             if added:
-                raise forbidden(
-                    f'{rt.group_resource} "{name}" is forbidden: no new finalizers can be added if '
-                    "the object is being deleted"
+                listed = ", ".join(f'"{f}"' for f in sorted(added))
+                raise invalid(
+                    rt.kind,
+                    rt.group,
+                    name,
+                    [
+                        (
+                            "metadata.finalizers",
+                            "Forbidden: no new finalizers can be added if the object is being "
+                            f"deleted, found new finalizers []string{{{listed}}}",
+                        )
+                    ],
                 )
         return self._write_update(rt, obj, current, options)
 

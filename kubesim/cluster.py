@@ -12,6 +12,7 @@ block stops the server and cancels every task.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import gc
 import logging
@@ -40,6 +41,7 @@ from .resources import Registry
 from .scheduler import Scheduler
 from .server import ApiServer
 from .store import Store
+from .tokens import TokenController, TokenIssuer
 
 log = logging.getLogger("kubesim")
 
@@ -297,11 +299,14 @@ async def _listen(
     return runner, url, https_url
 
 
-def _start_controllers(api: Api, spec: ClusterSpec) -> list[asyncio.Task[None]]:
+def _start_controllers(
+    api: Api, spec: ClusterSpec, issuer: TokenIssuer, ca_pem: str
+) -> list[asyncio.Task[None]]:
     recorder = EventRecorder(api, enabled=spec.events)
     controllers: list[Controller] = [
         GarbageCollector(api),
         NamespaceController(api),
+        TokenController(api, issuer, ca_pem),
         Scheduler(api, recorder),
         Kubelet(api, spec.run_time_scale, recorder),
         JobController(api, recorder),
@@ -320,10 +325,13 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
     files = await asyncio.to_thread(_prepare_files, spec)
     api = Api(Store(history_limit=spec.watch_history), Registry())
     token = spec.token or secrets.token_urlsafe(24)
+    issuer = TokenIssuer(api)
     try:
         _seed(api, spec, files)
         runner, url, https_url = await _listen(
-            ApiServer(api, frozenset({token}), spec.bookmark_interval), spec, files.ssl_context
+            ApiServer(api, frozenset({token}), spec.bookmark_interval, issuer),
+            spec,
+            files.ssl_context,
         )
     except ClusterStartError:
         if files.temp_dir is not None:
@@ -345,7 +353,9 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
         api=api,
         spec=spec,
         _runner=runner,
-        _tasks=_start_controllers(api, spec),
+        _tasks=_start_controllers(
+            api, spec, issuer, base64.b64decode(files.ca_data).decode() if files.ca_data else ""
+        ),
         _temp_dir=files.temp_dir,
     )
 

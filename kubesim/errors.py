@@ -33,6 +33,15 @@ class ApiError(Exception):
         return body
 
 
+def _details(name: str, group: str, kind: str) -> dict[str, Any]:
+    """StatusDetails as kube-apiserver encodes them: `group` is omitted when empty."""
+    details: dict[str, Any] = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    return details
+
+
 def _qualified(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
 
@@ -43,7 +52,7 @@ def not_found(resource: str, group: str, name: str) -> ApiError:
         404,
         "NotFound",
         f'{qualified} "{name}" not found',
-        {"name": name, "group": group, "kind": resource},
+        _details(name, group, resource),
     )
 
 
@@ -53,7 +62,7 @@ def already_exists(resource: str, group: str, name: str) -> ApiError:
         409,
         "AlreadyExists",
         f'{qualified} "{name}" already exists',
-        {"name": name, "group": group, "kind": resource},
+        _details(name, group, resource),
     )
 
 
@@ -68,7 +77,7 @@ def conflict(resource: str, group: str, name: str, why: str | None = None) -> Ap
         409,
         "Conflict",
         f'Operation cannot be fulfilled on {qualified} "{name}": {text}',
-        {"name": name, "group": group, "kind": resource},
+        _details(name, group, resource),
     )
 
 

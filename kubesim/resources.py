@@ -125,7 +125,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     _builtin("", "v1", "secrets", "Secret", True),
     _builtin("", "v1", "configmaps", "ConfigMap", True, short=("cm",)),
     _builtin("", "v1", "events", "Event", True, short=("ev",)),
-    _builtin("", "v1", "serviceaccounts", "ServiceAccount", True, short=("sa",)),
+    _builtin(
+        "", "v1", "serviceaccounts", "ServiceAccount", True, short=("sa",), subresources=("token",)
+    ),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
     _builtin(
         "batch",

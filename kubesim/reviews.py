@@ -12,7 +12,9 @@ Obj = dict[str, Any]
 USER = {"username": "kubesim-admin", "groups": ["system:masters", "system:authenticated"]}
 
 
-def review_answer(resource_type: ResourceType, body: Any) -> Obj:
+def review_answer(resource_type: ResourceType, body: Any, user: Obj | None = None) -> Obj:
+    """The answer to an access review or whoami; `user` is the caller when it is not the
+    admin token (a ServiceAccount token kubesim issued)."""
     if not isinstance(body, dict):
         raise bad_request(f"a {resource_type.kind} body is required")
     answer: Obj = {
@@ -32,5 +34,5 @@ def review_answer(resource_type: ResourceType, body: Any) -> Obj:
         }
     else:
         answer.pop("spec")
-        answer["status"] = {"userInfo": USER}
+        answer["status"] = {"userInfo": user or USER}
     return answer

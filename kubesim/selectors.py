@@ -170,6 +170,14 @@ EXTRA_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
+JOB_SUCCESSFUL = ("batch/jobs", "status.successful")
+"""kube-apiserver's Job field `status.successful` is the Job's status.succeeded count."""
+
+
+def _job_successful(obj: dict[str, Any]) -> str:
+    return str(int((obj.get("status") or {}).get("succeeded") or 0))
+
+
 @dataclass(frozen=True)
 class FieldRequirement:
     path: str
@@ -200,12 +208,17 @@ def parse_field_selector(text: str, resource_key: str, kind: str) -> tuple[Field
             raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
         path = path.strip()
         if path not in allowed:
-            raise ApiError(
-                400,
-                "BadRequest",
-                f'field label not supported: "{path}" for {kind}',
+            # Kinds with their own field label conversion (pods, jobs...) answer with its
+            # error; the rest with apimachinery's default one.
+            message = (
+                f"field label not supported: {path}"
+                if resource_key in EXTRA_FIELDS
+                else f'"{path}" is not a known field selector: only "metadata.name", '
+                '"metadata.namespace"'
             )
-        requirements.append(FieldRequirement(path, equal, value.strip(), _path_getter(path)))
+            raise ApiError(400, "BadRequest", message)
+        getter = _job_successful if (resource_key, path) == JOB_SUCCESSFUL else _path_getter(path)
+        requirements.append(FieldRequirement(path, equal, value.strip(), getter))
     return tuple(requirements)
 
 

@@ -34,6 +34,7 @@ from .selectors import (
     parse_label_selector,
 )
 from .store import Event, Watcher
+from .tokens import TokenIssuer
 
 log = logging.getLogger("kubesim.server")
 
@@ -42,6 +43,9 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
 BOOKMARK_INTERVAL = 5.0
+USER_KEY: web.RequestKey[dict[str, Any] | None] = web.RequestKey("kubesim.user", object)  # type: ignore[arg-type]
+# Kinds whose DELETE answers the deleted object even when it is gone (ReturnDeletedObject).
+RETURN_DELETED_OBJECT = frozenset({"/pods", "/namespaces"})
 MAX_BODY = 64 * 1024 * 1024
 
 
@@ -111,9 +115,14 @@ class ApiServer:
     """aiohttp application serving one cluster's API."""
 
     def __init__(
-        self, api: Api, tokens: frozenset[str], bookmark_interval: float = BOOKMARK_INTERVAL
+        self,
+        api: Api,
+        tokens: frozenset[str],
+        bookmark_interval: float = BOOKMARK_INTERVAL,
+        issuer: TokenIssuer | None = None,
     ) -> None:
         self.api = api
+        self.issuer = issuer or TokenIssuer(api)
         self.bookmark_interval = bookmark_interval
         self.tokens = tokens
         self._tokens_header = frozenset(f"Bearer {token}" for token in tokens)
@@ -160,11 +169,8 @@ class ApiServer:
     async def dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         try:
-            if (
-                path not in PUBLIC_PATHS
-                and request.headers.get("Authorization") not in self._tokens_header
-            ):
-                raise unauthorized()
+            if path not in PUBLIC_PATHS:
+                request[USER_KEY] = self._authenticate(request.headers.get("Authorization"))
             self.api.warnings.clear()
             return await self._route(request, path)
         except ApiError as error:
@@ -176,6 +182,17 @@ class ApiServer:
             return _error_response(
                 ApiError(500, "InternalError", f"Internal error occurred: {error}")
             )
+
+    def _authenticate(self, header: str | None) -> dict[str, Any] | None:
+        """None for the cluster's admin token; the user of a ServiceAccount token kubesim
+        issued; 401 for anything else."""
+        if header in self._tokens_header:
+            return None
+        if header and header.startswith("Bearer "):
+            user = self.issuer.user(header[len("Bearer ") :])
+            if user is not None:
+                return user
+        raise unauthorized()
 
     async def _route(self, request: web.BaseRequest, path: str) -> web.StreamResponse:
         parts = [p for p in path.split("/") if p]
@@ -315,11 +332,18 @@ class ApiServer:
             if request.method != "POST" or route.name:
                 raise method_not_allowed()
             body = _parse_body(await request.read(), request.content_type)
-            return _json_response(review_answer(route.resource_type, body), 201)
+            user = request.get(USER_KEY)
+            return _json_response(review_answer(route.resource_type, body, user), 201)
         if not route.name:
             return await self._collection(request, route, legacy_watch)
         if legacy_watch:
             return await self._watch(request, route, field_name=route.name)
+        if route.subresource == "token":
+            if request.method != "POST":
+                raise method_not_allowed()
+            body = _parse_body(await request.read(), request.content_type)
+            issued = self.issuer.token_request(route.namespace, route.name, body)
+            return _json_response(issued, 201)
         if route.subresource in ("binding", "log", "finalize"):
             return await self._special_subresource(request, route)
         method = request.method
@@ -335,7 +359,7 @@ class ApiServer:
                 body,
                 route.version,
                 route.subresource,
-                _write_options(request.query),
+                _write_options(request.query, "UpdateOptions"),
             )
             return self._object_response(request, route, updated)
         if method == "PATCH":
@@ -354,12 +378,19 @@ class ApiServer:
             return self._list(request, route)
         if method == "POST":
             body = _parse_body(await request.read(), request.content_type)
+            if route.resource_type.from_crd and isinstance(body, dict) and not body.get("kind"):
+                # Custom resources are decoded as unstructured objects, which need a kind.
+                raise bad_request(
+                    f"the object provided is unrecognized (must be of type "
+                    f"{route.resource_type.kind}): Object 'Kind' is missing in "
+                    f"'{jsoncodec.dumps(body).decode()}'"
+                )
             created = self.api.create(
                 route.resource_type,
                 route.namespace,
                 body,
                 route.version,
-                _write_options(request.query),
+                _write_options(request.query, "CreateOptions"),
             )
             return self._object_response(request, route, created, 201)
         if method == "DELETE":
@@ -407,7 +438,7 @@ class ApiServer:
             body,
             route.version,
             route.subresource,
-            _write_options(request.query),
+            _write_options(request.query, "PatchOptions"),
         )
         return self._object_response(
             request, route, patched, 201 if applying and not existed else 200
@@ -422,14 +453,36 @@ class ApiServer:
             delete_options["propagationPolicy"] = query["propagationPolicy"]
         if "orphanDependents" in query:
             delete_options["orphanDependents"] = _bool(query["orphanDependents"])
-        deleted = self.api.delete(
-            route.resource_type,
-            route.namespace,
-            route.name,
-            delete_options,
-            _write_options(query),
+        dry_run = delete_options.get("dryRun")
+        if dry_run is not None and not isinstance(dry_run, list):
+            raise bad_request("DeleteOptions.dryRun must be a list")
+        options = _write_options(query, "DeleteOptions", extra_dry_run=dry_run or ())
+        rt = route.resource_type
+        deleted = self.api.delete(rt, route.namespace, route.name, delete_options, options)
+        meta = deleted["metadata"]
+        kept = (
+            bool(meta.get("finalizers"))
+            if options.dry_run
+            else self.api.store.get(rt.key, route.namespace if rt.namespaced else "", route.name)
+            is not None
         )
-        return self._object_response(request, route, deleted)
+        if kept or rt.key in RETURN_DELETED_OBJECT:
+            return self._object_response(request, route, deleted)
+        # A removed object is answered with a Success Status naming it, as kube-apiserver's
+        # generic registry does for kinds without ReturnDeletedObject.
+        details: dict[str, Any] = {"name": meta.get("name", "")}
+        if rt.group:
+            details["group"] = rt.group
+        details["kind"] = rt.plural
+        details["uid"] = meta.get("uid", "")
+        success = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": details,
+        }
+        return _json_response(success)
 
     def _bind(self, route: Route, body: Any) -> None:
         if not isinstance(body, dict):
@@ -713,10 +766,28 @@ def _pod_log(pod: dict[str, Any], container: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_options(query: Any) -> WriteOptions:
-    """dryRun, fieldManager, fieldValidation and force from the query string."""
+def _write_options(query: Any, options_kind: str, extra_dry_run: Any = ()) -> WriteOptions:
+    """dryRun, fieldManager, fieldValidation and force from the query string (and, for
+    DELETE, dryRun from the DeleteOptions body, which is where kubectl sends it)."""
+    dry_run = [*query.getall("dryRun", []), *extra_dry_run]
+    unsupported = [value for value in dry_run if value != "All"]
+    if unsupported:
+        values = ", ".join(f'"{value}"' for value in unsupported)
+        what = f'Unsupported value: [{values}]: supported values: "All"'
+        raise ApiError(
+            422,
+            "Invalid",
+            f'{options_kind}.meta.k8s.io "" is invalid: dryRun: {what}',
+            {
+                "group": "meta.k8s.io",
+                "kind": options_kind,
+                "causes": [
+                    {"reason": "FieldValueNotSupported", "message": what, "field": "dryRun"}
+                ],
+            },
+        )
     return WriteOptions(
-        dry_run=bool(query.get("dryRun")),
+        dry_run=bool(dry_run),
         field_manager=query.get("fieldManager", ""),
         strict=query.get("fieldValidation", "") == "Strict",
         force=_bool(query.get("force")),

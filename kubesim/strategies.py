@@ -207,6 +207,8 @@ def _default_job(obj: Obj) -> None:
         labels[JOB_NAME] = meta["name"]
         labels["controller-uid"] = uid
         labels["job-name"] = meta["name"]
+    if not meta.get("labels") and template_meta.get("labels"):
+        meta["labels"] = dict(template_meta["labels"])  # as batch/v1 SetDefaults_Job does
     _default_pod_spec(template.setdefault("spec", {}), top_level=False)
 
 
