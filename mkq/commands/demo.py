@@ -31,16 +31,27 @@ if TYPE_CHECKING:
 @click.option(
     "--timeout", default=50.0, show_default=True, type=float, help="Seconds the jobs may take."
 )
-def demo(database_url: str | None, keep_running: bool, job_count: int, timeout: float) -> None:
-    """Start a manager cluster and three worker clusters (kubesim), their agents and the
-    manager; submit a mix of Jobs through the manager cluster and the REST API; show it live.
+@click.option(
+    "--backend",
+    type=click.Choice(["kubesim", "real"]),
+    default="kubesim",
+    show_default=True,
+    help="kubesim clusters in this process, or real control planes (kube-apiserver, etcd, "
+    "KWOK nodes; built with Go on first use, see scripts/realk8s.sh).",
+)
+def demo(
+    database_url: str | None, keep_running: bool, job_count: int, timeout: float, backend: str
+) -> None:
+    """Start a manager cluster and three worker clusters (kubesim, or real control planes),
+    their agents and the manager; submit a mix of Jobs through the manager cluster and the
+    REST API; show it live.
 
     Exits 0 only if every Job finished, exactly once, in one worker cluster.
     """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     console = Console()
     try:
-        ok = asyncio.run(_main(console, database_url, keep_running, job_count, timeout))
+        ok = asyncio.run(_main(console, database_url, keep_running, job_count, timeout, backend))
     except KeyboardInterrupt:
         ok = False
     sys.exit(0 if ok else 1)
@@ -52,13 +63,15 @@ async def _main(
     keep_running: bool,
     job_count: int,
     time_limit: float,
+    backend: str,
 ) -> bool:
     from mkq.demo.run import drive
     from mkq.demo.system import start_system
     from mkq.demo.workload_mix import workload_mix
 
-    with console.status("starting 4 kubesim clusters, the manager and 3 agents"):
-        system_context = start_system(database_url)
+    kind = "kubesim clusters" if backend == "kubesim" else "real control planes"
+    with console.status(f"starting 4 {kind}, the manager and 3 agents"):
+        system_context = start_system(database_url, backend=backend)
         system = await system_context.__aenter__()
     try:
         jobs = workload_mix(job_count)

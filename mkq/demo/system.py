@@ -7,6 +7,7 @@ import base64
 import contextlib
 import secrets
 import socket
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -23,20 +24,23 @@ from manager.api.app import create_app
 from manager.db.schema import migrate
 from manager.db.session import make_engine
 from manager.runtime import ManagerRuntime
-from manager.settings import ManagerSettings
+from manager.settings import MANAGER_NAMESPACE, ManagerSettings
 from mkq.demo.manifests import EXAMPLES, apply_file, create
+from mkq.realk8s.clusters import RealCluster, clusters_running
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import KubeClient
 
 CRDS = EXAMPLES.parent / "crds"
 MANAGER = "manager"
 WORKERS = ("worker-cpu", "worker-tas", "worker-gpu")
-KUEUE_NAMESPACE = "kueue-system"
+KUEUE_NAMESPACE = MANAGER_NAMESPACE  # where the manager reads MultiKueueCluster Secrets
+BACKENDS = ("kubesim", "real")
+Cluster = RunningCluster | RealCluster  # both give a name, a kubeconfig and its file
 
 
 @dataclass
 class DemoSystem:
-    clusters: dict[str, RunningCluster]
+    clusters: dict[str, Cluster]
     clients: dict[str, KubeClient]
     api_url: str
     api_token: str
@@ -79,7 +83,7 @@ def cluster_specs(
 
 
 async def open_clients(
-    stack: contextlib.AsyncExitStack, clusters: Mapping[str, RunningCluster]
+    stack: contextlib.AsyncExitStack, clusters: Mapping[str, Cluster]
 ) -> dict[str, KubeClient]:
     """One client per cluster, closed when `stack` unwinds."""
     clients: dict[str, KubeClient] = {}
@@ -102,7 +106,7 @@ async def _serve(app: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None
 
 
 async def register_workers(
-    api: httpx.AsyncClient, clusters: Mapping[str, RunningCluster], workers: Iterable[str]
+    api: httpx.AsyncClient, clusters: Mapping[str, Cluster], workers: Iterable[str]
 ) -> dict[str, str]:
     """Register each worker through the REST API (`api` based at /api/v1); returns each
     agent's token."""
@@ -116,7 +120,7 @@ async def register_workers(
 
 
 async def publish_kubeconfigs(
-    client: KubeClient, clusters: Mapping[str, RunningCluster], workers: Iterable[str]
+    client: KubeClient, clusters: Mapping[str, Cluster], workers: Iterable[str]
 ) -> None:
     """The MultiKueueClusters of the manager cluster read their kubeconfigs from Secrets."""
     await create(
@@ -150,18 +154,51 @@ def _manager_settings(database_url: str) -> ManagerSettings:
     )
 
 
+def install_crds(clusters: Iterable[RealCluster]) -> None:
+    """Kueue's CRDs into real clusters, as a user installs them (kubectl, server-side), then
+    wait until each is served."""
+    for cluster in clusters:
+        kubectl = ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path)]
+        for command in (
+            ["apply", "--server-side", "-f", str(CRDS)],
+            ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"],
+        ):
+            result = subprocess.run(
+                [*kubectl, *command], capture_output=True, text=True, timeout=120, check=False
+            )
+            if result.returncode != 0:
+                raise RuntimeError(f"{cluster.name}: kubectl {command[0]}: {result.stderr}")
+
+
+async def _start_clusters(
+    stack: contextlib.AsyncExitStack, backend: str, scratch_dir: Path, run_time_scale: float
+) -> dict[str, Cluster]:
+    """The manager cluster and the workers: kubesim in this process, or real control planes
+    (mkq/realk8s, KWOK nodes) whose processes end with this one."""
+    names = (MANAGER, *WORKERS)
+    if backend == "real":
+        # Started on this thread, which the clusters' processes are tied to; nothing else runs
+        # on the loop yet.
+        real = stack.enter_context(clusters_running(scratch_dir / "clusters", names))
+        install_crds(real.values())
+        return dict(real)
+    specs = cluster_specs(names, scratch_dir, run_time_scale)
+    running = await stack.enter_async_context(run_clusters(specs))
+    return {c.name: c for c in running}
+
+
 @contextlib.asynccontextmanager
 async def start_system(
-    database_url: str | None = None, run_time_scale: float = 1.0
+    database_url: str | None = None, run_time_scale: float = 1.0, backend: str = "kubesim"
 ) -> AsyncIterator[DemoSystem]:
     """Everything up, in dependency order (clusters and their Kueue setup, the manager, the
     agents), and down in reverse."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r}: one of {', '.join(BACKENDS)}")
     async with contextlib.AsyncExitStack() as stack:
         scratch_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mkq-demo-")))
         database_url = database_url or f"sqlite+aiosqlite:///{scratch_dir / 'manager.db'}"
-        specs = cluster_specs((MANAGER, *WORKERS), scratch_dir, run_time_scale)
-        running = await stack.enter_async_context(run_clusters(specs))
-        clusters = {c.name: c for c in running}
+        clusters = await _start_clusters(stack, backend, scratch_dir, run_time_scale)
         clients = await open_clients(stack, clusters)
         for name in WORKERS:
             await apply_file(clients[name], EXAMPLES / f"{name}-setup.yaml")
