@@ -142,12 +142,16 @@ def judge(jobs: list[DemoJob], progress: Progress, ledger: PodLedger) -> Verdict
             continue
         if record["state"] != "Succeeded":
             failures.append(f"{job.key}: ended {record['state']} ({record.get('message') or ''})")
-        # A preempted Job may have started elsewhere first; it must complete in one cluster,
-        # the one the manager names, with exactly its completions.
-        completed_in = {pod.split("/", 1)[0] for pod in ledger.succeeded.get(job.key, set())}
+        # A preempted Job may have started elsewhere first (and had pods succeed there before
+        # its eviction); it must complete once, in the cluster the manager names, with exactly
+        # its completions.
+        completions_seen = ledger.completed.get(job.key, set())
+        completed_in = {seen.split("/", 1)[0] for seen in completions_seen}
         completions = job.manifest["spec"]["completions"]
-        succeeded_pods = len(ledger.succeeded.get(job.key, set()))
-        if len(completed_in) != 1:
+        succeeded_pods = sum(len(ledger.succeeded_by_job[seen]) for seen in completions_seen)
+        if len(completions_seen) > 1 and len(completed_in) == 1:
+            failures.append(f"{job.key}: completed {len(completions_seen)} times in {completed_in}")
+        elif len(completed_in) != 1:
             failures.append(f"{job.key}: completed in {sorted(completed_in) or 'no cluster'}")
         elif record.get("cluster") not in completed_in:
             failures.append(
