@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -118,11 +117,12 @@ def _client_kubeconfig(name: str, server: str, pki: Pki, client: str) -> dict[st
     )
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGTERM when the process that started it dies (Linux prctl)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_set_pdeathsig = 1
-    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+# Runs a program with SIGKILL as its parent-death signal (util-linux, Linux): set by a
+# program exec'd in the child, not by a preexec_fn, which is unsafe in a threaded parent.
+# The signal comes when the thread that started the process ends. KILL, not TERM: a
+# kube-apiserver whose etcd went first hangs in its graceful shutdown; stop_clusters is the
+# graceful way down.
+DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL", "--")
 
 
 class _Launcher:
@@ -138,14 +138,14 @@ class _Launcher:
 
     def start(self, label: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
         log = self.logs / f"{label}.log"
+        command = [*DIE_WITH_PARENT, *argv] if self.tie_to_parent else list(argv)
         with log.open("ab") as out:
             process = subprocess.Popen(
-                list(argv),
+                command,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if self.tie_to_parent else None,
             )
         self.processes.append({"label": label, "pid": process.pid, "log": str(log)})
         self.save()
