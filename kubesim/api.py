@@ -7,6 +7,7 @@ controllers go through here, so they see one set of rules.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import random
 import time
 import uuid
@@ -69,6 +70,9 @@ class WriteOptions:
     field_manager: str = ""
     strict: bool = False  # fieldValidation=Strict
     force: bool = False
+    # The managedFields operation a write with a field_manager records: "Update" for create,
+    # update and non-apply patches; an apply has recorded its own "Apply" entry already.
+    operation: str = "Update"
 
 
 _clock_cache: list[Any] = [0, ""]
@@ -297,6 +301,7 @@ class Api:
             meta.pop("managedFields", None)
         strategies.reset_status_on_create(rt, obj)
         strategies.default_on_create(rt, obj)
+        self._record_update(rt, version, None, obj, options)
         if rt.key == POD_KEY:
             self._resolve_priority(obj)
         self._custom_resource_checks(rt, version, obj, options)
@@ -385,6 +390,7 @@ class Api:
                         )
                     ],
                 )
+        self._record_update(rt, version, current, obj, options, subresource)
         return self._write_update(rt, obj, current, options)
 
     def _check_update_target(
@@ -449,6 +455,33 @@ class Api:
         if meta.get("managedFields") is None and current_meta.get("managedFields"):
             meta["managedFields"] = current_meta["managedFields"]
 
+    def _record_update(
+        self,
+        rt: ResourceType,
+        version: str,
+        current: Obj | None,
+        obj: Obj,
+        options: WriteOptions,
+        subresource: str = "",
+    ) -> None:
+        """The Update managedFields entry of a non-apply write that names its fieldManager."""
+        if not options.field_manager or options.operation != "Update":
+            return
+        list_keys = (
+            ssa.schema_list_keys(self._schema(rt, version))
+            if rt.from_crd
+            else ssa.builtin_list_keys
+        )
+        ssa.record_update(
+            current,
+            obj,
+            options.field_manager,
+            list_keys,
+            self.clock(),
+            rt.api_version(version),
+            subresource,
+        )
+
     def _write_update(self, rt: ResourceType, obj: Obj, current: Obj, options: WriteOptions) -> Obj:
         meta = obj["metadata"]
         meta["resourceVersion"] = current["metadata"]["resourceVersion"]
@@ -480,13 +513,16 @@ class Api:
         version: str | None = None,
         subresource: str = "",
         options: WriteOptions = WriteOptions(),
+        view: tuple[Callable[[Obj], Obj], Callable[[Obj], Obj]] | None = None,
     ) -> Obj:
+        """`view` (to the client's encoding, back to the stored one) is for a type served over
+        another's storage: the patch is written against the client's encoding of the object."""
         version = version or rt.preferred_version
         namespace = namespace if rt.namespaced else ""
         if patch_type in (APPLY_PATCH, APPLY_PATCH_CBOR):
             return self._apply(rt, namespace, name, patch, version, subresource, options)
         current = self._require(rt, namespace, name)
-        base = json_copy(current)
+        base = json_copy(view[0](current) if view is not None else current)
         if patch_type == MERGE_PATCH:
             if not isinstance(patch, dict):
                 raise bad_request("a merge patch must be a JSON object")
@@ -506,6 +542,8 @@ class Api:
             raise ApiError(415, "UnsupportedMediaType", f"unsupported patch type {patch_type!r}")
         if not isinstance(patched, dict):
             raise bad_request("the patched object must be a JSON object")
+        if view is not None:
+            patched = view[1](patched)
         patched.setdefault("metadata", {})
         if rt.from_crd:
             patched["apiVersion"] = rt.api_version(version)  # stored at another served version
@@ -552,18 +590,20 @@ class Api:
             self.clock(),
             rt.api_version(version),
             subresource,
+            force=options.force,
         )
         result.setdefault("metadata", {})["name"] = name
+        applied_options = dataclasses.replace(options, operation="Apply")
         if current is None:
             if subresource:
                 raise not_found(rt.plural, rt.group, name)
             if rt.namespaced:
                 result["metadata"]["namespace"] = namespace
-            created = self.create(rt, namespace, result, version, options)
+            created = self.create(rt, namespace, result, version, applied_options)
             return created
         wanted_rv = meta.get("resourceVersion")
         result["metadata"]["resourceVersion"] = wanted_rv or ""
-        return self.update(rt, namespace, name, result, version, subresource, options)
+        return self.update(rt, namespace, name, result, version, subresource, applied_options)
 
     # ---- delete --------------------------------------------------------------------------
 

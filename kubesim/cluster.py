@@ -38,6 +38,7 @@ from .kubelet import Kubelet
 from .nodes import load_profile, node_object
 from .reconciler import Controller
 from .resources import Registry
+from .root_ca import RootCAPublisher
 from .scheduler import Scheduler
 from .server import ApiServer
 from .store import Store
@@ -307,6 +308,7 @@ def _start_controllers(
         GarbageCollector(api),
         NamespaceController(api),
         TokenController(api, issuer, ca_pem),
+        RootCAPublisher(api, ca_pem),
         Scheduler(api, recorder),
         Kubelet(api, spec.run_time_scale, recorder),
         JobController(api, recorder),

@@ -226,11 +226,7 @@ def _hashable(value: Any) -> Any:
 def _smp_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
     existing = list(current) if isinstance(current, list) else []
     if field in MERGE_PRIMITIVES:
-        merged = list(existing)
-        for item in patch:
-            if item not in merged:
-                merged.append(item)
-        return merged
+        return _merge_primitives(existing, patch)
     key = _merge_key(field, patch or existing)
     if key is None or not all(isinstance(item, dict) for item in patch):
         return [item for item in json_copy(patch) if not _is_directive(item)]
@@ -260,6 +256,48 @@ def _smp_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
         else:
             merged[position] = _smp_map(merged[position], item)
     return merged
+
+
+def _merge_primitives(existing: list[Any], patch: list[Any]) -> list[Any]:
+    """A primitive list merged as kube-apiserver does (apimachinery's normalizeElementOrder):
+    the patch's items in its order, the server-only items in theirs, interleaved so two items
+    the server already held keep their server order, and a new item goes before the server
+    item it is compared with. So new items come first (["z"] onto [x, y] gives [z, x, y]),
+    and a patch naming only held items reorders them (["y", "x"] gives [y, x])."""
+    patched = _unique(patch)
+    seen = set(map(_hashable, patched))
+    server_only = _unique([item for item in existing if _hashable(item) not in seen])
+    order: dict[Any, int] = {}
+    for position, item in enumerate(existing):
+        order.setdefault(_hashable(item), position)
+    merged: list[Any] = []
+    i = j = 0
+    while i < len(patched) or j < len(server_only):
+        if i >= len(patched):
+            merged.append(server_only[j])
+            j += 1
+            continue
+        if j < len(server_only):
+            left = order.get(_hashable(patched[i]))
+            right = order.get(_hashable(server_only[j]))
+            if left is not None and right is not None and right < left:
+                merged.append(server_only[j])
+                j += 1
+                continue
+        merged.append(patched[i])
+        i += 1
+    return merged
+
+
+def _unique(items: list[Any]) -> list[Any]:
+    """The items without repeats, first occurrence kept."""
+    seen: set[Any] = set()
+    unique = []
+    for item in items:
+        if _hashable(item) not in seen:
+            seen.add(_hashable(item))
+            unique.append(item)
+    return unique
 
 
 def _is_directive(item: Any) -> bool:

@@ -14,8 +14,16 @@ from typing import Any
 import yaml
 from aiohttp import HttpVersion11, web
 
-from . import discovery, jsoncodec, tables
-from .api import APPLY_PATCH, APPLY_PATCH_CBOR, Api, WriteOptions
+from . import discovery, event_versions, jsoncodec, tables
+from .api import (
+    APPLY_PATCH,
+    APPLY_PATCH_CBOR,
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_PATCH,
+    Api,
+    WriteOptions,
+)
 from .errors import (
     ApiError,
     bad_request,
@@ -42,6 +50,7 @@ JSON = "application/json"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version"})
 DEFAULT_WATCH_TIMEOUT = 1800.0
+_TYPE_META = ("kind", "apiVersion")
 BOOKMARK_INTERVAL = 5.0
 USER_KEY: web.RequestKey[dict[str, Any] | None] = web.RequestKey("kubesim.user", object)  # type: ignore[arg-type]
 # Kinds whose DELETE answers the deleted object even when it is gone (ReturnDeletedObject).
@@ -73,6 +82,22 @@ class Route:
     namespace: str  # "" when cluster-scoped or across all namespaces
     name: str
     subresource: str
+    # Set when the path is a type served over another's storage (events.k8s.io/v1 Events over
+    # core/v1 Events): `resource_type` is then the storage's type, `served` the path's.
+    served: ResourceType | None = None
+
+    @property
+    def shown(self) -> ResourceType:
+        """The type the client asked for, which names the answers."""
+        return self.served or self.resource_type
+
+    def view(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A stored object as the path's API encodes it."""
+        return event_versions.to_events_v1(obj) if self.served is not None else obj
+
+    def stored(self, body: Any) -> Any:
+        """A request body of the path's API as the storage's type."""
+        return event_versions.to_core(body) if self.served is not None else body
 
 
 def _json_response(body: Any, status: int = 200, content_type: str = JSON) -> web.Response:
@@ -328,6 +353,24 @@ class ApiServer:
         self, request: web.BaseRequest, group: str, version: str, rest: list[str]
     ) -> web.StreamResponse:
         route, legacy_watch = self._parse_route(group, version, rest)
+        if route.resource_type.key == event_versions.EVENTS_V1_KEY:
+            core = Route(
+                self.api.type_for(event_versions.CORE_EVENTS_KEY),
+                "v1",
+                route.namespace,
+                route.name,
+                "",
+                route.resource_type,
+            )
+            try:
+                return await self._served_resource(request, core, legacy_watch)
+            except ApiError as error:
+                raise _renamed(error, route.resource_type) from None
+        return await self._served_resource(request, route, legacy_watch)
+
+    async def _served_resource(
+        self, request: web.BaseRequest, route: Route, legacy_watch: bool
+    ) -> web.StreamResponse:
         if route.resource_type.review:
             if request.method != "POST" or route.name:
                 raise method_not_allowed()
@@ -351,7 +394,7 @@ class ApiServer:
             obj = self.api.get(route.resource_type, route.namespace, route.name)
             return self._object_response(request, route, obj)
         if method == "PUT":
-            body = _parse_body(await request.read(), request.content_type)
+            body = route.stored(_parse_body(await request.read(), request.content_type))
             updated = self.api.update(
                 route.resource_type,
                 route.namespace,
@@ -377,7 +420,7 @@ class ApiServer:
                 return await self._watch(request, route)
             return self._list(request, route)
         if method == "POST":
-            body = _parse_body(await request.read(), request.content_type)
+            body = route.stored(_parse_body(await request.read(), request.content_type))
             if route.resource_type.from_crd and isinstance(body, dict) and not body.get("kind"):
                 # Custom resources are decoded as unstructured objects, which need a kind.
                 raise bad_request(
@@ -426,6 +469,13 @@ class ApiServer:
         content_type = request.content_type
         body = _parse_body(await request.read(), content_type)
         applying = content_type in (APPLY_PATCH, APPLY_PATCH_CBOR)
+        if applying and route.served is not None:
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"kubesim does not serve apply patches for {route.served.group_resource}; "
+                f"accepted media types include: {JSON_PATCH}, {MERGE_PATCH}, {STRATEGIC_PATCH}",
+            )
         existed = (
             self.api.store.get(rt.key, route.namespace if rt.namespaced else "", route.name)
             is not None
@@ -439,6 +489,7 @@ class ApiServer:
             route.version,
             route.subresource,
             _write_options(request.query, "PatchOptions"),
+            view=(event_versions.to_events_v1, event_versions.to_core) if route.served else None,
         )
         return self._object_response(
             request, route, patched, 201 if applying and not existed else 200
@@ -471,9 +522,9 @@ class ApiServer:
         # A removed object is answered with a Success Status naming it, as kube-apiserver's
         # generic registry does for kinds without ReturnDeletedObject.
         details: dict[str, Any] = {"name": meta.get("name", "")}
-        if rt.group:
-            details["group"] = rt.group
-        details["kind"] = rt.plural
+        if route.shown.group:
+            details["group"] = route.shown.group
+        details["kind"] = route.shown.plural
         details["uid"] = meta.get("uid", "")
         success = {
             "kind": "Status",
@@ -500,6 +551,7 @@ class ApiServer:
         rt = route.resource_type
         if rt.from_crd and obj.get("apiVersion") != rt.api_version(route.version):
             obj = {**obj, "apiVersion": rt.api_version(route.version)}
+        obj = route.view(obj)
         headers = {"Content-Type": JSON}
         if self.api.warnings:
             headers["Warning"] = ", ".join(f'299 - "{w}"' for w in self.api.warnings[:10])
@@ -516,8 +568,11 @@ class ApiServer:
 
     def _selectors(self, request: web.BaseRequest, route: Route) -> tuple[Any, Any]:
         labels = parse_label_selector(request.query.get("labelSelector", ""))
+        field_text = request.query.get("fieldSelector", "")
+        if route.served is not None:
+            field_text = event_versions.core_field_selector(field_text)
         fields = parse_field_selector(
-            request.query.get("fieldSelector", ""),
+            field_text,
             route.resource_type.key,
             route.resource_type.kind,
         )
@@ -542,8 +597,8 @@ class ApiServer:
         if result.continue_token:
             meta["continue"] = result.continue_token
             meta["remainingItemCount"] = result.remaining
-        items = result.items
-        api_version = rt.api_version(route.version)
+        items = [route.view(item) for item in result.items] if route.served else result.items
+        api_version = route.shown.api_version(route.version)
         if tables.wants_table(request.headers.get("Accept", "")):
             body = tables.table(
                 rt,
@@ -558,6 +613,14 @@ class ApiServer:
                 item
                 if item.get("apiVersion") == api_version
                 else {**item, "apiVersion": api_version}
+                for item in items
+            ]
+        else:
+            # Built-in kinds are typed on the list only: kube-apiserver encodes its items with
+            # empty TypeMeta (clients take the kind from the list). Custom resources are
+            # unstructured and keep theirs.
+            items = [
+                {key: value for key, value in item.items() if key not in _TYPE_META}
                 for item in items
             ]
         return _json_response(
@@ -589,9 +652,9 @@ class ApiServer:
         return _json_response(
             {
                 "kind": f"{rt.kind}List",
-                "apiVersion": rt.api_version(route.version),
+                "apiVersion": route.shown.api_version(route.version),
                 "metadata": {"resourceVersion": str(self.api.store.rv)},
-                "items": deleted,
+                "items": [route.view(obj) for obj in deleted],
             }
         )
 
@@ -636,9 +699,15 @@ class ApiServer:
             timeout=timeout,
             bookmarks=_bool(query.get("allowWatchBookmarks")),
             send_initial=send_initial,
-            api_version=rt.api_version(route.version),
+            api_version=route.shown.api_version(route.version),
             version_override=rt.api_version(route.version) if rt.from_crd else None,
-            encode=self._table_encoder(rt, route.version, include) if as_table else None,
+            encode=(
+                self._table_encoder(rt, route.version, include)
+                if as_table
+                else _view_encoder(route)
+                if route.served
+                else None
+            ),
         )
 
     async def _watch(
@@ -741,6 +810,27 @@ def _encode_events(events: list[tuple[str, Event]], api_version: str | None, enc
                 obj = {**obj, "apiVersion": api_version}
             lines.append(jsoncodec.dumps({"type": event_type, "object": obj}) + b"\n")
     return b"".join(lines)
+
+
+def _view_encoder(route: Route) -> Callable[[str, Event], bytes]:
+    """Watch events with each object as the path's API encodes it."""
+
+    def encode(event_type: str, event: Event) -> bytes:
+        return jsoncodec.dumps({"type": event_type, "object": route.view(event.obj)}) + b"\n"
+
+    return encode
+
+
+def _renamed(error: ApiError, served: ResourceType) -> ApiError:
+    """An error about the storage's type as kube words it for the served one (its Status
+    names the resource the client asked for: `events.events.k8s.io "x" not found`)."""
+    details = error.details
+    if details.get("kind") != served.plural or "group" in details:
+        return error
+    renamed = {"name": details.get("name", "")} if "name" in details else {}
+    renamed |= {"group": served.group} | {k: v for k, v in details.items() if k != "name"}
+    message = error.message.replace(f'{served.plural} "', f'{served.group_resource} "', 1)
+    return ApiError(error.code, error.reason, message, renamed)
 
 
 def _pod_log(pod: dict[str, Any], container: str) -> str:

@@ -49,6 +49,11 @@ class Event:
         return cached
 
 
+def _key_order(obj: Obj) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return (meta.get("namespace") or "", meta["name"])
+
+
 def _namespace_of(obj: Obj) -> str:
     return obj.get("metadata", {}).get("namespace") or ""
 
@@ -233,7 +238,8 @@ class Store:
         without, replay the current objects as ADDED (the initial state)."""
         watcher = Watcher(key, namespace, predicate)
         if since is None:
-            for obj in self.items(key, namespace):
+            # In key order (namespace, then name), as kube-apiserver replays etcd's range.
+            for obj in sorted(self.items(key, namespace), key=_key_order):
                 if predicate is None or predicate(obj):
                     event = Event(int(obj["metadata"]["resourceVersion"]), key, ADDED, obj, None)
                     watcher.buffer.append((ADDED, event))

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from tests.fidelity.harness import Client, eventually, kubesim_difference
-
-ROOTCA = (
-    "Namespaces do not get the kube-root-ca.crt ConfigMap: kubesim's own tests expect new "
-    "namespaces to hold no ConfigMaps."
-)
+from tests.fidelity.harness import Client, eventually
 
 
 def _cm(name: str, **data: str) -> dict[str, object]:
@@ -121,7 +116,6 @@ async def test_list_limit_pages_with_continue(kube: Client, namespace: str) -> N
     assert not rest["metadata"].get("continue")
 
 
-@kubesim_difference(ROOTCA)
 async def test_every_namespace_gets_the_kube_root_ca_configmap(
     kube: Client, namespace: str
 ) -> None:
@@ -133,3 +127,51 @@ async def test_every_namespace_gets_the_kube_root_ca_configmap(
     found = await eventually(published, "kube-root-ca.crt in the new namespace")
     assert "ca.crt" in found["data"]  # type: ignore[operator]
     assert found["data"]["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")  # type: ignore[index]
+
+
+async def test_list_items_carry_no_kind_but_watch_and_get_objects_do(
+    kube: Client, namespace: str
+) -> None:
+    """A built-in kind's list names its kind once, on the list: kube-apiserver encodes the
+    items' TypeMeta empty, while a GET or a watch event's object is encoded with it."""
+    path = f"/apis/batch/v1/namespaces/{namespace}/jobs"
+    job = {
+        "metadata": {"name": "typed"},
+        "spec": {
+            "suspend": True,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "c", "image": "busybox"}],
+                }
+            },
+        },
+    }
+    await kube.ok("POST", path, job)
+    listed = await kube.ok("GET", path)
+    assert listed["kind"] == "JobList" and listed["apiVersion"] == "batch/v1"
+    assert [item["metadata"]["name"] for item in listed["items"]] == ["typed"]
+    assert all("kind" not in item and "apiVersion" not in item for item in listed["items"])
+    fetched = await kube.ok("GET", f"{path}/typed")
+    assert fetched["kind"] == "Job" and fetched["apiVersion"] == "batch/v1"
+    events = await kube.watch(path, {"timeoutSeconds": "5"}, until=lambda e: len(e) >= 1)
+    assert [(e["object"]["kind"], e["object"]["apiVersion"]) for e in events] == [
+        ("Job", "batch/v1")
+    ]
+
+
+async def test_custom_resource_list_items_keep_their_kind(kube: Client, namespace: str) -> None:
+    """Custom resources are listed as unstructured objects, which keep apiVersion and kind."""
+    path = f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues"
+    body = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": "lq"},
+        "spec": {"clusterQueue": "cq"},
+    }
+    await kube.ok("POST", path, body)
+    listed = await kube.ok("GET", path)
+    assert listed["kind"] == "LocalQueueList"
+    assert [(i["kind"], i["apiVersion"]) for i in listed["items"]] == [
+        ("LocalQueue", "kueue.x-k8s.io/v1beta2")
+    ]

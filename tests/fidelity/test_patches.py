@@ -12,20 +12,6 @@ from tests.fidelity.harness import (
     STRATEGIC,
     Client,
     eventually,
-    kubesim_difference,
-)
-
-SMP = (
-    "Strategic merge of primitive lists (finalizers) appends the patch's new items; kube-"
-    "apiserver puts them first. kubesim's unit tests pin the append order."
-)
-SSA = (
-    "Server-side apply never reports ownership conflicts: every apply acts as --force-"
-    "conflicts, and forced applies do not take ownership away from the previous manager."
-)
-UPD = (
-    "Non-apply writes (create, update, patch) with a fieldManager record no managedFields entry"
-    " with operation Update."
 )
 
 LQ = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue"}
@@ -101,7 +87,6 @@ async def test_strategic_merge_patch_merges_lists_by_merge_key(
     assert images == {"a": "busybox:1", "b": "busybox:2"}
 
 
-@kubesim_difference(SMP)
 async def test_strategic_merge_patch_merges_and_deletes_from_primitive_lists(
     kube: Client, namespace: str
 ) -> None:
@@ -123,6 +108,27 @@ async def test_strategic_merge_patch_merges_and_deletes_from_primitive_lists(
     )
     assert removed["metadata"]["finalizers"] == ["example.com/y"]
     await kube.ok("PATCH", f"{path}/smpf", {"metadata": {"finalizers": None}}, content_type=MERGE)
+
+
+async def test_strategic_merge_of_a_primitive_list_keeps_the_server_order_of_held_items(
+    kube: Client, namespace: str
+) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    cases = {
+        "after": (["example.com/y", "example.com/z"], ["x", "y", "z"]),
+        "reorder": (["example.com/y", "example.com/x"], ["y", "x"]),
+        "between": (["example.com/z", "example.com/x"], ["z", "x", "y"]),
+    }
+    for name, (patch, expected) in cases.items():
+        body = {"metadata": {"name": name, "finalizers": ["example.com/x", "example.com/y"]}}
+        await kube.ok("POST", path, body)
+        patched = await kube.ok(
+            "PATCH", f"{path}/{name}", {"metadata": {"finalizers": patch}}, content_type=STRATEGIC
+        )
+        assert patched["metadata"]["finalizers"] == [f"example.com/{e}" for e in expected], name
+        await kube.ok(
+            "PATCH", f"{path}/{name}", {"metadata": {"finalizers": None}}, content_type=MERGE
+        )
 
 
 async def test_strategic_merge_patch_on_a_custom_resource_is_415(
@@ -157,7 +163,6 @@ async def test_apply_creates_and_records_the_field_manager(kube: Client, namespa
     assert managed[0]["apiVersion"] == "v1" and managed[0]["fieldsType"] == "FieldsV1"
 
 
-@kubesim_difference(SSA)
 async def test_apply_by_a_second_manager_conflicts_on_a_field_it_does_not_own(
     kube: Client, namespace: str
 ) -> None:
@@ -184,7 +189,6 @@ async def test_apply_by_a_second_manager_conflicts_on_a_field_it_does_not_own(
     ]
 
 
-@kubesim_difference(SSA)
 async def test_forced_apply_takes_ownership_of_a_conflicting_field(
     kube: Client, namespace: str
 ) -> None:
@@ -223,7 +227,6 @@ async def test_apply_dropping_a_field_removes_it_when_no_one_else_owns_it(
     assert applied["data"] == {"a": "1"}
 
 
-@kubesim_difference(UPD)
 async def test_update_records_an_update_manager(kube: Client, namespace: str) -> None:
     created = await kube.ok(
         "POST",
@@ -233,3 +236,40 @@ async def test_update_records_an_update_manager(kube: Client, namespace: str) ->
     )
     managed = created["metadata"]["managedFields"]
     assert [(m["manager"], m["operation"]) for m in managed] == [("writer", "Update")]
+    assert managed[0]["fieldsV1"] == {"f:data": {".": {}, "f:a": {}}}
+    assert managed[0]["apiVersion"] == "v1" and managed[0]["fieldsType"] == "FieldsV1"
+
+
+async def test_update_and_patch_move_the_fields_they_change_to_their_manager(
+    kube: Client, namespace: str
+) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    body = {"metadata": {"name": "upd2", "labels": {"x": "1"}}, "data": {"a": "1", "b": "1"}}
+    created = await kube.ok("POST", path, body, query={"fieldManager": "first"})
+    created["data"]["b"] = "2"
+    updated = await kube.ok("PUT", f"{path}/upd2", created, query={"fieldManager": "second"})
+    owners = {m["manager"]: m["fieldsV1"] for m in updated["metadata"]["managedFields"]}
+    assert owners == {
+        "first": {
+            "f:data": {".": {}, "f:a": {}},
+            "f:metadata": {"f:labels": {".": {}, "f:x": {}}},
+        },
+        "second": {"f:data": {"f:b": {}}},
+    }
+    patched = await kube.ok(
+        "PATCH",
+        f"{path}/upd2",
+        {"metadata": {"finalizers": ["example.com/f"]}, "data": {"a": None}},
+        query={"fieldManager": "third"},
+        content_type=MERGE,
+    )
+    owners = {m["manager"]: m["fieldsV1"] for m in patched["metadata"]["managedFields"]}
+    assert owners == {
+        "first": {
+            "f:data": {},
+            "f:metadata": {"f:labels": {".": {}, "f:x": {}}},
+        },
+        "second": {"f:data": {"f:b": {}}},
+        "third": {"f:metadata": {"f:finalizers": {".": {}, 'v:"example.com/f"': {}}}},
+    }
+    await kube.ok("PATCH", f"{path}/upd2", {"metadata": {"finalizers": None}}, content_type=MERGE)

@@ -85,4 +85,25 @@ def test_strategic_merge_directives() -> None:
     )
     assert patched == {"metadata": {"finalizers": ["b"]}, "spec": {"z": 3}}
     merged = strategic_merge_patch(obj, {"metadata": {"finalizers": ["c"]}})
-    assert merged["metadata"]["finalizers"] == ["a", "b", "c"]
+    assert merged["metadata"]["finalizers"] == ["c", "a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("patch", "expected"),
+    [
+        # What kube-apiserver v1.37 answers for each patch onto finalizers [x, y].
+        (["z"], ["z", "x", "y"]),
+        (["z", "w"], ["z", "w", "x", "y"]),
+        (["y", "z"], ["x", "y", "z"]),
+        (["z", "x"], ["z", "x", "y"]),
+        (["y", "x"], ["y", "x"]),
+        (["w", "y", "z", "x"], ["w", "y", "z", "x"]),
+        (["z", "z"], ["z", "x", "y"]),
+    ],
+)
+def test_strategic_merge_of_a_primitive_list_puts_new_items_first(
+    patch: list[str], expected: list[str]
+) -> None:
+    obj = {"metadata": {"finalizers": ["x", "y"]}}
+    merged = strategic_merge_patch(obj, {"metadata": {"finalizers": patch}})
+    assert merged["metadata"]["finalizers"] == expected
