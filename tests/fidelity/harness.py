@@ -214,3 +214,29 @@ def kubesim_difference(reason: str) -> Any:
     import pytest
 
     return pytest.mark.kubesim_difference(reason=reason)
+
+
+RUN_FOR = "kubesim.mkq.dev/run-for"
+EXIT_CODE = "kubesim.mkq.dev/exit-code"
+
+
+def job_manifest(name: str, completions: int, annotations: dict[str, str]) -> dict[str, Any]:
+    """A Job of `completions` pods run at once; the annotations say how long each runs and how
+    it ends (kubesim's kubelet and the real clusters' KWOK stages read the same ones)."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "completions": completions,
+            "parallelism": completions,
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": annotations},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox"}],
+                },
+            },
+        },
+    }

@@ -4,30 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fidelity.harness import Client, eventually
-
-RUN_FOR = "kubesim.mkq.dev/run-for"
-EXIT_CODE = "kubesim.mkq.dev/exit-code"
-
-
-def _job(name: str, completions: int, annotations: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "completions": completions,
-            "parallelism": completions,
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"annotations": annotations},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "main", "image": "busybox"}],
-                },
-            },
-        },
-    }
+from tests.fidelity.harness import EXIT_CODE, RUN_FOR, Client, eventually, job_manifest
 
 
 def _conditions(job: dict[str, Any]) -> dict[str, str]:
@@ -36,7 +13,7 @@ def _conditions(job: dict[str, Any]) -> dict[str, str]:
 
 async def test_job_with_two_completions_completes(kube: Client, namespace: str) -> None:
     path = f"/apis/batch/v1/namespaces/{namespace}/jobs"
-    created = await kube.ok("POST", path, _job("two", 2, {RUN_FOR: "1s"}))
+    created = await kube.ok("POST", path, job_manifest("two", 2, {RUN_FOR: "1s"}))
     assert created["spec"]["completionMode"] == "NonIndexed"
     assert created["metadata"]["labels"]["job-name"] == "two"
 
@@ -64,7 +41,7 @@ async def test_job_whose_pod_fails_past_its_backoff_limit_fails(
     kube: Client, namespace: str
 ) -> None:
     path = f"/apis/batch/v1/namespaces/{namespace}/jobs"
-    await kube.ok("POST", path, _job("bad", 1, {RUN_FOR: "1s", EXIT_CODE: "1"}))
+    await kube.ok("POST", path, job_manifest("bad", 1, {RUN_FOR: "1s", EXIT_CODE: "1"}))
 
     async def failed() -> dict[str, Any] | None:
         job = await kube.ok("GET", f"{path}/bad")

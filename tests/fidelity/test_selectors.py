@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from tests.fidelity.harness import Client, Kubectl, eventually
-
-RUN_FOR = "kubesim.mkq.dev/run-for"
+from tests.fidelity.harness import RUN_FOR, Client, Kubectl, eventually, job_manifest
 
 
 async def _names(kube: Client, path: str, **query: str) -> set[str]:
@@ -51,31 +47,11 @@ async def test_unsupported_field_selector_is_400(kube: Client, namespace: str) -
     assert pods.obj["message"] == "field label not supported: spec.x"
 
 
-def _job(name: str, completions: int, run_for: str = "1s") -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "completions": completions,
-            "parallelism": completions,
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {"annotations": {RUN_FOR: run_for}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "main", "image": "busybox"}],
-                },
-            },
-        },
-    }
-
-
 async def test_kubectl_field_selector_status_successful_on_jobs(
     kube: Client, kubectl: Kubectl, namespace: str
 ) -> None:
     path = f"/apis/batch/v1/namespaces/{namespace}/jobs"
-    await kube.ok("POST", path, _job("three", 3))
+    await kube.ok("POST", path, job_manifest("three", 3, {RUN_FOR: "1s"}))
 
     async def succeeded() -> bool:
         job = await kube.ok("GET", f"{path}/three")
