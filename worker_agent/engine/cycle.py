@@ -10,6 +10,7 @@ lasts only for this cycle; admissions stay.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -130,8 +131,11 @@ def schedule(state: EngineState, now: float) -> CycleResult:
     collections that walk every workload the engine knows, making the cost of an admission
     grow with the number of queues. Nothing a cycle allocates forms reference cycles that
     need collecting sooner; collection resumes when the cycle returns.
+
+    Only on the main thread: the switch is process-wide, and a cycle on a worker thread (the
+    agent's long cycles) would turn collection off for everything else the process runs.
     """
-    paused = gc.isenabled()
+    paused = gc.isenabled() and threading.current_thread() is threading.main_thread()
     if paused:
         gc.disable()
     try:

@@ -118,6 +118,9 @@ class _Search:
         self.bwc_forbidden = bwc is None or bwc.policy == PreemptionPolicy.NEVER
         self.bwc_threshold = None if bwc is None else bwc.max_priority_threshold
         self.afs = state.afs_enabled(cq)
+        self._out: dict[str, _Candidate] = {}
+        """Candidates whose usage the search has taken off the live quota tree, by key: what
+        must go back however the search ends."""
 
     def _variant(self, candidate: WorkloadInfo, same_cq: bool, advantage: bool) -> int:
         preemption = self.cq.spec.preemption
@@ -237,10 +240,13 @@ class _Search:
 
     def _remove(self, candidate: _Candidate) -> None:
         candidate.cq.node.remove_usages(candidate.info.usage)
+        self._out[candidate.info.key] = candidate
         if self.topology is not None:
             self.topology.remove(candidate.info)
 
     def _restore(self, candidate: _Candidate) -> None:
+        if self._out.pop(candidate.info.key, None) is None:
+            return
         candidate.cq.node.add_usages(candidate.info.usage)
         if self.topology is not None:
             self.topology.restore(candidate.info)
@@ -250,6 +256,15 @@ class _Search:
         return all(node.nominal(fr) > node.usage.get(fr, 0) for fr in self.frs)
 
     def targets(self) -> list[Target]:
+        """The victims, found on the live quota tree, which is as it was when this returns
+        or raises (Kueue searches a snapshot; the what-if here undoes itself)."""
+        try:
+            return self._search()
+        finally:
+            for candidate in list(self._out.values()):
+                self._restore(candidate)
+
+    def _search(self) -> list[Target]:
         ordered, none_other, none_hierarchical = self.candidates()
         if none_other or (self.bwc_forbidden and not self._under_nominal()):
             attempts = [True]
@@ -392,64 +407,73 @@ def _fair_targets(
     )
     holders = {c.key: state.cluster_queues[c.cluster_queue or ""] for c in candidates}
     removed: list[WorkloadInfo] = []
+    taken: dict[str, WorkloadInfo] = {}  # off the live tree now: put back however this ends
 
     def take(victim: WorkloadInfo) -> None:
         holders[victim.key].node.remove_usages(victim.usage)
+        taken[victim.key] = victim
         if topology is not None:
             topology.remove(victim)
 
     def put_back(victim: WorkloadInfo) -> None:
+        if taken.pop(victim.key, None) is None:
+            return
         holders[victim.key].node.add_usages(victim.usage)
         if topology is not None:
             topology.restore(victim)
 
-    def remove(victim: WorkloadInfo) -> None:
-        take(victim)
-        removed.append(victim)
-
-    node = cq.node
-
-    def fits_now() -> bool:
-        quota = all(value <= max(0, node.available(fr)) for fr, value in requests.items())
-        return quota and (topology is None or topology.fits())
-
-    def fits() -> bool:
-        node.remove_usages(requests)
-        try:
-            return fits_now()
-        finally:
-            node.add_usages(requests)
-
-    def compare_first(a: object, b: object) -> int:
-        ka, kb = order_key(a), order_key(b)  # type: ignore[arg-type]
-        return (ka > kb) - (ka < kb)
-
-    node.add_usages(requests)
     try:
-        targets, ok, retry = _first_strategy(
-            state, cq, preemptor, frs, candidates, strategies[0], remove, fits, compare_first
-        )
-        if not ok and len(strategies) > 1:
-            ok = _second_strategy(state, cq, retry, remove, fits, compare_first, targets)
-    finally:
-        node.remove_usages(requests)
-    if not ok:
-        for victim in removed:
-            put_back(victim)
-        return []
-    # Fill back (borrowing allowed), then restore everything.
-    kept: list[Target] = list(targets)
-    for i in range(len(kept) - 2, -1, -1):
-        victim = kept[i].info
-        put_back(victim)
-        if fits_now():
-            kept[i] = kept[-1]
-            kept.pop()
-        else:
+
+        def remove(victim: WorkloadInfo) -> None:
             take(victim)
-    for target in kept:
-        put_back(target.info)
-    return kept
+            removed.append(victim)
+
+        node = cq.node
+
+        def fits_now() -> bool:
+            quota = all(value <= max(0, node.available(fr)) for fr, value in requests.items())
+            return quota and (topology is None or topology.fits())
+
+        def fits() -> bool:
+            node.remove_usages(requests)
+            try:
+                return fits_now()
+            finally:
+                node.add_usages(requests)
+
+        def compare_first(a: object, b: object) -> int:
+            ka, kb = order_key(a), order_key(b)  # type: ignore[arg-type]
+            return (ka > kb) - (ka < kb)
+
+        node.add_usages(requests)
+        try:
+            targets, ok, retry = _first_strategy(
+                state, cq, preemptor, frs, candidates, strategies[0], remove, fits, compare_first
+            )
+            if not ok and len(strategies) > 1:
+                ok = _second_strategy(state, cq, retry, remove, fits, compare_first, targets)
+        finally:
+            node.remove_usages(requests)
+        if not ok:
+            for victim in removed:
+                put_back(victim)
+            return []
+        # Fill back (borrowing allowed), then restore everything.
+        kept: list[Target] = list(targets)
+        for i in range(len(kept) - 2, -1, -1):
+            victim = kept[i].info
+            put_back(victim)
+            if fits_now():
+                kept[i] = kept[-1]
+                kept.pop()
+            else:
+                take(victim)
+        for target in kept:
+            put_back(target.info)
+        return kept
+    finally:
+        for victim in list(taken.values()):
+            put_back(victim)
 
 
 def _first_strategy(
@@ -503,8 +527,10 @@ def _first_strategy(
             victim = ordering.pop(name)
             assert isinstance(victim, WorkloadInfo)
             holder.remove_usages(victim.usage)
-            target_new = fair_sharing.share(ordering.lcas(name)[1])
-            holder.add_usages(victim.usage)
+            try:
+                target_new = fair_sharing.share(ordering.lcas(name)[1])
+            finally:
+                holder.add_usages(victim.usage)
             if strategy(preemptor_new, target_old, target_new):
                 remove(victim)
                 targets.append(Target(victim, IN_COHORT_FAIR_SHARING))
@@ -551,13 +577,17 @@ def simulate(
     targets = _targets(state, cq, info, {fr}, {fr: value})
     if not targets:
         return NO_CANDIDATES, lowest_fitting_subtree(cq.node, fr, value)[0]
-    for target in targets:
-        holder = state.cluster_queues[target.info.cluster_queue or ""]
-        holder.node.remove_usages(target.info.usage)
-    borrow = lowest_fitting_subtree(cq.node, fr, value)[0]
-    for target in targets:
-        holder = state.cluster_queues[target.info.cluster_queue or ""]
-        holder.node.add_usages(target.info.usage)
+    taken: list[WorkloadInfo] = []
+    try:
+        for target in targets:
+            state.cluster_queues[target.info.cluster_queue or ""].node.remove_usages(
+                target.info.usage
+            )
+            taken.append(target.info)
+        borrow = lowest_fitting_subtree(cq.node, fr, value)[0]
+    finally:
+        for info in taken:
+            state.cluster_queues[info.cluster_queue or ""].node.add_usages(info.usage)
     same = any(target.info.cluster_queue == cq.name for target in targets)
     return (CAN_PREEMPT if same else CAN_RECLAIM), borrow
 
