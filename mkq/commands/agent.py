@@ -35,7 +35,19 @@ def agent() -> None:
     "--cluster-name", required=True, help="This cluster's name (as the manager knows it)."
 )
 @click.option("--manager-url", default=None, help="The manager's base URL, for reports.")
-@click.option("--token", default=None, help="This cluster's agent token for the manager.")
+@click.option(
+    "--token",
+    envvar="MKQ_AGENT_TOKEN",
+    default=None,
+    help="This cluster's agent token for the manager (or MKQ_AGENT_TOKEN; an argument shows "
+    "in `ps`, so prefer the variable or --token-file).",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A file holding the agent token (a mounted Secret).",
+)
 @click.option("--metrics-port", type=int, default=None, help="Serve /healthz, /readyz, /metrics.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
 @click.option("--context", default=None, help="Kubeconfig context (default: current).")
@@ -88,6 +100,7 @@ def run(
     cluster_name: str,
     manager_url: str | None,
     token: str | None,
+    token_file: str | None,
     metrics_port: int | None,
     metrics_host: str,
     context: str | None,
@@ -102,6 +115,18 @@ def run(
 ) -> None:
     """Admit the cluster's queued Jobs and Workloads with the engine."""
     console = Console(stderr=True)
+    if token_file is not None:
+        if token is not None:
+            console.print("[red]error:[/red] --token-file: give the token one way, not two")
+            sys.exit(2)
+        try:
+            token = Path(token_file).read_text().strip()
+        except OSError as error:
+            console.print(f"[red]error:[/red] --token-file {token_file}: {error.strerror}")
+            sys.exit(2)
+        if not token:
+            console.print(f"[red]error:[/red] --token-file {token_file}: the file is empty")
+            sys.exit(2)
     if manager_url and not token:
         console.print("[red]error:[/red] --token is required with --manager-url")
         sys.exit(2)

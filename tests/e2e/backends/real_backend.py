@@ -390,14 +390,16 @@ class RealSystem:
                     worker,
                     "--manager-url",
                     self.api_url,
-                    "--token",
-                    tokens[worker],
                     "--lease-namespace",
                     NAMESPACE,
                     "--report-interval",
                     "0.5",
                 ],
-                {k: v for k, v in os.environ.items() if not k.startswith("MKQ_")},
+                # The token as the Deployment gives it: in the environment, never in argv.
+                {
+                    **{k: v for k, v in os.environ.items() if not k.startswith("MKQ_")},
+                    "MKQ_AGENT_TOKEN": tokens[worker],
+                },
                 self.logs / f"agent-{worker}.log",
             )
             agent.start()

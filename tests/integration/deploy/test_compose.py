@@ -148,7 +148,7 @@ def test_each_worker_its_forwarder_bootstrap_and_agent_fit_together() -> None:
         argv = _argv(agent)
         assert _flag(argv, "--kubeconfig") == kubeconfig
         assert _flag(argv, "--cluster-name") == worker
-        assert _flag(argv, "--token") == f"$(cat {Path(kubeconfig).with_name(worker + '.token')})"
+        assert _flag(argv, "--token-file") == str(Path(kubeconfig).with_name(worker + ".token"))
         assert agent["depends_on"] == {
             f"{worker}-bootstrap": {"condition": "service_completed_successfully"}
         }

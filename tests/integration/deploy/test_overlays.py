@@ -94,14 +94,14 @@ async def test_schema_checks_catch_a_broken_deployment() -> None:
     deployment = next(d for d in docs if d["kind"] == "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["args"] = [*container["args"], "--in-cluster"]
-    container["env"] = [e for e in container["env"] if e["name"] != "MKQ_AGENT_TOKEN"]
+    container["env"] = [e for e in container["env"] if e["name"] != "MKQ_MANAGER_URL"]
     deployment["spec"]["selector"]["matchLabels"] = {"app": "other"}
     binding = next(d for d in docs if d["kind"] == "ClusterRoleBinding")
     binding["roleRef"]["name"] = "missing"
 
     problems = "\n".join(check(Rendering(docs)))
     assert "`mkq agent run` has no flag --in-cluster" in problems
-    assert "$(MKQ_AGENT_TOKEN) is not set" in problems
+    assert "$(MKQ_MANAGER_URL) is not set" in problems
     assert "spec.selector.matchLabels must match" in problems
     assert "roleRef ClusterRole/missing is not rendered" in problems
 
