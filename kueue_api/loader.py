@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from kueue_api import models
+from kueue_api.documents import DocumentError, load_yaml_all
 from kueue_api.errors import FieldError, ValidationFailure, from_pydantic
 from kueue_api.validation import validate_object
 
@@ -62,17 +63,6 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
 _VERSIONS_BY_KIND: dict[str, list[str]] = {}
 for _version, _kind in KINDS:
     _VERSIONS_BY_KIND.setdefault(_kind, []).append(_version)
-
-
-class _YamlLoader(yaml.SafeLoader):
-    """YAML as Kubernetes reads it: timestamps stay strings (sigs.k8s.io/yaml does not
-    turn them into times), so unknown fields round-trip unchanged."""
-
-
-_YamlLoader.yaml_implicit_resolvers = {
-    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 @dataclass(frozen=True)
@@ -190,10 +180,10 @@ def load_text(text: str, file: str = "<input>") -> LoadResult:
     """Load every document of one YAML stream."""
     result = LoadResult()
     try:
-        documents = list(yaml.load_all(text, Loader=_YamlLoader))
-    except yaml.YAMLError as error:
+        documents = load_yaml_all(text)
+    except DocumentError as error:
         result.errors.append(
-            LoadError(file, None, None, None, FieldError("", f"invalid YAML: {error}"))
+            LoadError(file, error.document, None, None, FieldError(error.path or "", error.message))
         )
         return result
     for index, document in enumerate(documents, start=1):

@@ -41,6 +41,8 @@ from kueue_api.models.workload import TopologyAssignment
 from kueue_api.quantity import Quantity
 
 __all__ = [
+    "TOTAL_ANNOTATION_SIZE_LIMIT_B",
+    "annotations_problems",
     "is_cluster_scoped",
     "is_label_value",
     "is_qualified_name",
@@ -57,6 +59,8 @@ _LABEL_VALUE_RE: Final = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]
 _ONE_NANO: Final = Quantity("1n")
 _HOSTNAME: Final = "kubernetes.io/hostname"
 
+# k8s.io/apimachinery/pkg/api/validation.TotalAnnotationSizeLimitB: keys and values together.
+TOTAL_ANNOTATION_SIZE_LIMIT_B: Final = 256 * 1024
 MAX_RESOURCE_GROUPS: Final = 16
 MAX_FLAVORS_PER_GROUP: Final = 64
 MAX_RESOURCES_PER_GROUP: Final = 64
@@ -163,6 +167,21 @@ def is_label_value(value: str) -> list[str]:
     return []
 
 
+def annotations_problems(annotations: Mapping[str, str]) -> list[tuple[str | None, str]]:
+    """Problems with an annotation map as (key, problem), key None for the map as a whole:
+    Kubernetes' ValidateAnnotations (keys are qualified names, lower-cased first) and its
+    total size limit, so one object cannot carry megabytes of annotations."""
+    problems: list[tuple[str | None, str]] = [
+        (key, problem) for key in annotations for problem in is_qualified_name(key.lower())
+    ]
+    total = sum(len(key) + len(value) for key, value in annotations.items())
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT_B:
+        problems.append(
+            (None, f"Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT_B} bytes")
+        )
+    return problems
+
+
 def _labels(errors: _Errors, labels: Mapping[str, str] | None, path: str) -> None:
     for key, value in (labels or {}).items():
         for problem in is_qualified_name(key):
@@ -206,6 +225,11 @@ def _metadata(errors: _Errors, metadata: ObjectMeta, kind: str) -> None:
     if kind in {"LocalQueue", "Workload"} and not namespace:
         errors.required("metadata.namespace", f"a {kind} is namespaced")
     _labels(errors, metadata.labels, "metadata.labels")
+    for key, problem in annotations_problems(metadata.annotations or {}):
+        if key is None:
+            errors.add("metadata.annotations", problem)
+        else:
+            errors.invalid("metadata.annotations", key, problem)
 
 
 def _label_selector(errors: _Errors, selector: LabelSelector | None, path: str) -> None:

@@ -12,9 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import job_pod_sets, jobset_pod_sets
 from kueue_api.quantity import Quantity, QuantityError
+from kueue_api.validation import annotations_problems, is_label_value, is_qualified_name
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
@@ -26,6 +29,10 @@ KUEUE_VERSION = "v1beta2"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_INT32_MAX = 2**31 - 1
+# etcd's default request limit (--max-request-bytes, 1.5 MiB): the largest object a Kubernetes
+# API server stores, so the largest one a worker could be given.
+MAX_OBJECT_BYTES = 1536 * 1024
 
 
 class ManifestError(ValueError):
@@ -97,15 +104,12 @@ def parse_job(manifest: Any) -> SubmittedJob:
             "dispatches batch/v1 Job and jobset.x-k8s.io/v1alpha2 JobSet",
         )
     metadata = _require_mapping(body.get("metadata"), "metadata")
-    name = metadata.get("name")
-    if not isinstance(name, str) or len(name) > 63 or not _DNS_LABEL.match(name):
-        raise ManifestError(
-            "metadata.name", f"{name!r} is not a valid {found.kind} name (DNS-1123 label)"
-        )
-    namespace = metadata.get("namespace") or "default"
-    if not isinstance(namespace, str) or not _DNS_LABEL.match(namespace):
-        raise ManifestError("metadata.namespace", f"{namespace!r} is not a valid namespace")
-    labels = _require_mapping(metadata.get("labels") or {}, "metadata.labels")
+    name = _dns_label(metadata.get("name"), "metadata.name", f"{found.kind} name")
+    namespace = _dns_label(
+        metadata.get("namespace") or "default", "metadata.namespace", "namespace"
+    )
+    labels = _labels(metadata.get("labels") or {}, "metadata.labels")
+    _annotations(metadata.get("annotations") or {}, "metadata.annotations")
     queue = labels.get(QUEUE_LABEL)
     if not isinstance(queue, str) or not queue:
         raise ManifestError(f"metadata.labels[{QUEUE_LABEL}]", "the queue-name label is required")
@@ -123,6 +127,11 @@ def parse_job(manifest: Any) -> SubmittedJob:
     for key in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"):
         clean_meta.pop(key, None)
     clean.pop("status", None)
+    size = len(orjson.dumps(clean))
+    if size > MAX_OBJECT_BYTES:
+        raise ManifestError(
+            "(body)", f"the object is {size} bytes as JSON; at most {MAX_OBJECT_BYTES} are stored"
+        )
     return SubmittedJob(
         namespace=namespace,
         name=name,
@@ -137,13 +146,14 @@ def parse_job(manifest: Any) -> SubmittedJob:
 
 def _job_demand(spec: Mapping[str, Any], field: str) -> tuple[int, dict[str, int]]:
     """Pods at once and total requests (milli) of a Job spec at `field`."""
-    parallelism = spec.get("parallelism", 1)
-    if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0:
-        raise ManifestError(f"{field}.parallelism", "must be a non-negative integer")
+    parallelism = _int32(spec.get("parallelism", 1), f"{field}.parallelism")
     completions = spec.get("completions")
-    if isinstance(completions, int) and not isinstance(completions, bool):
-        parallelism = min(parallelism, completions)
+    if completions is not None:
+        parallelism = min(parallelism, _int32(completions, f"{field}.completions"))
     template = _require_mapping(spec.get("template"), f"{field}.template")
+    template_meta = _require_mapping(template.get("metadata") or {}, f"{field}.template.metadata")
+    _labels(template_meta.get("labels") or {}, f"{field}.template.metadata.labels")
+    _annotations(template_meta.get("annotations") or {}, f"{field}.template.metadata.annotations")
     pod_spec = _require_mapping(template.get("spec"), f"{field}.template.spec")
     containers = pod_spec.get("containers")
     if not isinstance(containers, list) or not containers:
@@ -163,19 +173,65 @@ def _jobset_demand(spec: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
     for index, entry in enumerate(replicated_jobs):
         field = f"spec.replicatedJobs[{index}]"
         replicated = _require_mapping(entry, field)
-        name = replicated.get("name")
-        if not isinstance(name, str) or not _DNS_LABEL.match(name):
-            raise ManifestError(f"{field}.name", f"{name!r} is not a valid name (DNS-1123 label)")
-        replicas = replicated.get("replicas", 1)
-        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            raise ManifestError(f"{field}.replicas", "must be a non-negative integer")
+        _dns_label(replicated.get("name"), f"{field}.name", "name")
+        replicas = _int32(replicated.get("replicas", 1), f"{field}.replicas")
         template = _require_mapping(replicated.get("template"), f"{field}.template")
         job_spec = _require_mapping(template.get("spec"), f"{field}.template.spec")
         count, requests = _job_demand(job_spec, f"{field}.template.spec")
+        if count * replicas > _INT32_MAX:
+            # Kueue's podSet count is an int32: replicas x pods per Job must fit.
+            raise ManifestError(
+                f"{field}.replicas", f"{replicas} replicas of {count} pods exceed {_INT32_MAX}"
+            )
         pods += count * replicas
         for resource, milli in requests.items():
             total[resource] = total.get(resource, 0) + milli * replicas
     return pods, total
+
+
+def _int32(value: Any, field: str) -> int:
+    """A non-negative int32, as Kubernetes declares parallelism, completions and replicas."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ManifestError(field, "must be a non-negative integer")
+    if value > _INT32_MAX:
+        raise ManifestError(field, f"must be at most {_INT32_MAX} (a 32-bit integer)")
+    return value
+
+
+def _dns_label(value: Any, field: str, what: str) -> str:
+    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.match(value):
+        if isinstance(value, str):
+            shown = repr(value) if len(value) <= 80 else f"a name of {len(value)} characters"
+        else:
+            shown = "None" if value is None else f"a {type(value).__name__}"
+        raise ManifestError(
+            field, f"{shown} is not a valid {what} (DNS-1123 label, at most 63 characters)"
+        )
+    return value
+
+
+def _labels(value: Any, field: str) -> Mapping[str, Any]:
+    """Labels as Kubernetes checks them: qualified-name keys, label values (63 characters)."""
+    labels = _require_mapping(value, field)
+    for key, text in labels.items():
+        if not isinstance(text, str):
+            raise ManifestError(f"{field}[{key}]", "a label value must be a string")
+        for problem in is_qualified_name(key):
+            raise ManifestError(field, f"key {key!r}: {problem}")
+        for problem in is_label_value(text):
+            raise ManifestError(f"{field}[{key}]", problem)
+    return labels
+
+
+def _annotations(value: Any, field: str) -> None:
+    """Annotations as Kubernetes checks them: string values, qualified-name keys, and at most
+    256 KiB in total."""
+    annotations = _require_mapping(value, field)
+    for key, text in annotations.items():
+        if not isinstance(text, str):
+            raise ManifestError(f"{field}[{key}]", "an annotation value must be a string")
+    for bad_key, problem in annotations_problems(annotations):
+        raise ManifestError(field, problem if bad_key is None else f"key {bad_key!r}: {problem}")
 
 
 def _pod_requests(pod_spec: Mapping[str, Any], at: str) -> dict[str, int]:

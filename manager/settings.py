@@ -51,6 +51,9 @@ class ManagerSettings(BaseSettings):
     # (MKQ_KUEUE_NAMESPACE; the manager's own namespace, the only one its RBAC lets it read
     # Secrets in), and the period of a full pass besides the one after each change.
     kueue_namespace: str = MANAGER_NAMESPACE
+    # Request bodies larger than this get 413 before they are parsed: kube-apiserver's limit
+    # (3 MiB), so whatever kubectl can send, the manager takes.
+    max_body_bytes: int = Field(default=3 * 1024 * 1024, ge=1024)
     manager_cluster_seconds: float = Field(default=30.0, gt=0)
 
     @field_validator("database_url")

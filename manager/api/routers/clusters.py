@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 import yaml
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
+from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
+from kueue_api.documents import DocumentError, load_yaml
+from manager.api.bodies import body_schema, read_document
 from manager.api.deps import Runtime, User
-from manager.api.errors import ApiError
+from manager.api.errors import ApiError, invalid_body
 from manager.api.pagination import decode_continue, encode_continue
 from manager.api.schemas import ClusterCreate, ClusterCreated, ClusterOut, Page
 from manager.api.views import cluster_view
@@ -21,13 +24,40 @@ from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 router = APIRouter(prefix="/api/v1/clusters", tags=["clusters"])
 
 
-@router.post("", status_code=201, response_model=ClusterCreated, response_model_by_alias=True)
-async def register_cluster(body: ClusterCreate, runtime: Runtime, _: User) -> ClusterCreated:
+@router.post(
+    "",
+    status_code=201,
+    response_model=ClusterCreated,
+    response_model_by_alias=True,
+    openapi_extra=body_schema(ClusterCreate),
+)
+async def register_cluster(request: Request, runtime: Runtime, _: User) -> ClusterCreated:
     """Register a worker; the answer carries its agent token, shown only this once."""
     try:
-        config, _info = load_kubeconfig(body.kubeconfig)
-    except KubeconfigError as error:
+        body = ClusterCreate.model_validate(await read_document(request))
+    except ValidationError as error:
+        raise invalid_body(error) from error
+    kubeconfig = body.kubeconfig
+    try:
+        if isinstance(kubeconfig, str):
+            # Parsed here with the bounded loader (no aliases, bounded nesting), not by
+            # load_kubeconfig's plain yaml.safe_load.
+            kubeconfig = load_yaml(kubeconfig)
+            if not isinstance(kubeconfig, dict):
+                raise KubeconfigError("must be a kubeconfig object (apiVersion v1, kind Config)")
+        config, _info = load_kubeconfig(kubeconfig)
+    except (DocumentError, KubeconfigError) as error:
         raise ApiError(422, "InvalidKubeconfig", f"kubeconfig: {error}", "kubeconfig") from error
+    except (AttributeError, TypeError) as error:
+        # load_kubeconfig assumes the shape of a kubeconfig (lists of named objects); an object
+        # of another shape fails inside it, and that is the client's input, not a crash.
+        raise ApiError(
+            422,
+            "InvalidKubeconfig",
+            "kubeconfig: not shaped like a kubeconfig (contexts, clusters and users are lists "
+            "of objects with string names)",
+            "kubeconfig",
+        ) from error
     token = new_token()
     now = runtime.clock.now()
     try:

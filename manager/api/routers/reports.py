@@ -9,8 +9,9 @@ from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
 from manager.agent_report import AgentReport, ReportAck
+from manager.api.bodies import body_schema, read_document
 from manager.api.deps import Runtime, bearer_token
-from manager.api.errors import ApiError
+from manager.api.errors import ApiError, invalid_body
 from manager.db import clusters as cluster_queries
 from manager.db.credentials import token_matches
 from manager.dispatch.reports import apply_report
@@ -18,18 +19,7 @@ from manager.dispatch.reports import apply_report
 router = APIRouter(prefix="/api/v1/clusters", tags=["reports"])
 
 
-@router.post(
-    "/{name}/reports",
-    response_model=ReportAck,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/AgentReport"}}
-            },
-        }
-    },
-)
+@router.post("/{name}/reports", response_model=ReportAck, openapi_extra=body_schema(AgentReport))
 async def receive_report(
     name: str,
     request: Request,
@@ -42,13 +32,11 @@ async def receive_report(
         cluster = await cluster_queries.get_cluster(session, name)
     if cluster is None or not token_matches(token, cluster.token_sha256):
         raise ApiError(401, "Unauthorized", f"not a valid agent token for cluster {name!r}")
+    document = await read_document(request)
     try:
-        report = AgentReport.model_validate(await request.json())
-    except ValueError as error:
-        field = None
-        if isinstance(error, ValidationError) and error.errors():
-            field = ".".join(str(p) for p in error.errors()[0]["loc"])
-        raise ApiError(422, "Invalid", f"the report is not valid: {error}", field) from error
+        report = AgentReport.model_validate(document)
+    except ValidationError as error:
+        raise invalid_body(error, "the report") from error
     now = runtime.clock.now()
     try:
         async with runtime.sessions.begin() as session:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
-import yaml
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse
+from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
 from manager import states
+from manager.api.bodies import body_schema, read_document
 from manager.api.deps import Runtime, User
-from manager.api.errors import ApiError
+from manager.api.errors import ApiError, invalid_body
 from manager.api.pagination import decode_continue, encode_continue
 from manager.api.schemas import Nominations, Page, WorkloadOut
 from manager.api.views import workload_view
@@ -31,17 +31,6 @@ from manager.jobs import (
 from manager.remote.connection import LOCAL_QUEUES, Unreachable
 
 router = APIRouter(prefix="/api/v1/workloads", tags=["workloads"])
-
-
-async def _read_manifest(request: Request) -> Any:
-    raw = await request.body()
-    content_type = request.headers.get("content-type", "")
-    try:
-        if "yaml" in content_type:
-            return yaml.safe_load(raw)
-        return json.loads(raw)
-    except (ValueError, yaml.YAMLError) as error:
-        raise ApiError(400, "BadRequest", f"the body is not valid JSON or YAML: {error}") from error
 
 
 async def _queue_exists(runtime: Runtime, namespace: str, queue: str) -> bool | None:
@@ -90,7 +79,7 @@ async def _priority(runtime: Runtime, name: str | None) -> int:
 async def submit_workload(request: Request, runtime: Runtime, _: User) -> WorkloadOut:
     """Submit a batch/v1 Job or JobSet manifest (JSON or YAML) carrying the queue-name label."""
     try:
-        job = parse_job(await _read_manifest(request))
+        job = parse_job(await read_document(request, yaml_allowed=True))
     except ManifestError as error:
         raise ApiError(422, "Invalid", str(error), error.field) from error
     exists = await _queue_exists(runtime, job.namespace, job.queue)
@@ -196,12 +185,19 @@ async def cancel_workload(namespace: str, name: str, runtime: Runtime, _: User) 
 
 
 @router.put(
-    "/{namespace}/{name}/nominations", response_model=WorkloadOut, response_model_by_alias=True
+    "/{namespace}/{name}/nominations",
+    response_model=WorkloadOut,
+    response_model_by_alias=True,
+    openapi_extra=body_schema(Nominations),
 )
 async def nominate_clusters(
-    namespace: str, name: str, body: Nominations, runtime: Runtime, _: User
+    namespace: str, name: str, request: Request, runtime: Runtime, _: User
 ) -> WorkloadOut:
     """For the External dispatcher: the clusters that should get a copy."""
+    try:
+        body = Nominations.model_validate(await read_document(request))
+    except ValidationError as error:
+        raise invalid_body(error) from error
     row = await _load(runtime, namespace, name)
     async with runtime.sessions.begin() as session:
         fresh = await queries.get_workload_by_id(session, row.id, for_update=True)
