@@ -37,7 +37,7 @@ from cryptography.fernet import Fernet
 
 from mkq.demo.manifests import EXAMPLES, read_documents
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
-from tests.e2e.backends.setup import manager_setup
+from tests.e2e.backends.setup import manager_setup, token_secret_kubeconfig
 
 REPO = EXAMPLES.parents[1]
 DEPLOY = REPO / "deploy"
@@ -311,23 +311,7 @@ class KindEnvironment:
             _run("kind", "get", "kubeconfig", "--internal", "--name", _kind_name(worker))
         )
         server = internal["clusters"][0]["cluster"]["server"]
-        token = base64.b64decode(secret["data"]["token"]).decode()
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": worker,
-                    "cluster": {
-                        "server": server,
-                        "certificate-authority-data": secret["data"]["ca.crt"],
-                    },
-                }
-            ],
-            "users": [{"name": "mkq-manager", "user": {"token": token}}],
-            "contexts": [{"name": worker, "context": {"cluster": worker, "user": "mkq-manager"}}],
-            "current-context": worker,
-        }
+        return token_secret_kubeconfig(worker, server, secret["data"])
 
     def _install_agent(self, worker: str, token: str) -> None:
         overlay = self._overlay(

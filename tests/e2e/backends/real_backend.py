@@ -38,7 +38,7 @@ from cryptography.fernet import Fernet
 from mkq.demo.manifests import EXAMPLES, read_documents
 from mkq.realk8s.clusters import RealCluster, kubeconfig_document, processes, signal_processes
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
-from tests.e2e.backends.setup import manager_setup
+from tests.e2e.backends.setup import manager_setup, token_secret_kubeconfig
 from tests.realk8s import real_clusters
 
 REPO = EXAMPLES.parents[1]
@@ -147,29 +147,7 @@ class RealEnvironment:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{worker}: mkq-manager-access-token was never filled")
             time.sleep(0.5)
-        return {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": worker,
-                    "cluster": {
-                        "server": self.clusters[worker].server,
-                        "certificate-authority-data": data["ca.crt"],
-                    },
-                }
-            ],
-            "users": [
-                {
-                    "name": "mkq-manager-access",
-                    "user": {"token": base64.b64decode(data["token"]).decode()},
-                }
-            ],
-            "contexts": [
-                {"name": worker, "context": {"cluster": worker, "user": "mkq-manager-access"}}
-            ],
-            "current-context": worker,
-        }
+        return token_secret_kubeconfig(worker, self.clusters[worker].server, data)
 
     def _publish_kubeconfigs(self) -> None:
         """The manager setup's MultiKueueClusters name Secrets `<worker>-kubeconfig`."""

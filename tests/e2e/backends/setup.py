@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Mapping
 from typing import Any
 
 from mkq.demo.manifests import EXAMPLES, read_documents
@@ -18,3 +20,29 @@ def manager_setup(workers: tuple[str, ...]) -> list[dict[str, Any]]:
             obj["spec"]["clusters"] = [c for c in obj["spec"]["clusters"] if c in workers]
         documents.append(obj)
     return documents
+
+
+def token_secret_kubeconfig(
+    worker: str, server: str, secret_data: Mapping[str, str]
+) -> dict[str, Any]:
+    """The kubeconfig the manager is given for a worker, built from the data of the
+    mkq-manager-access token Secret (README, "Deploying on real clusters", step 4)."""
+    token = base64.b64decode(secret_data["token"]).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": worker,
+                "cluster": {
+                    "server": server,
+                    "certificate-authority-data": secret_data["ca.crt"],
+                },
+            }
+        ],
+        "users": [{"name": "mkq-manager-access", "user": {"token": token}}],
+        "contexts": [
+            {"name": worker, "context": {"cluster": worker, "user": "mkq-manager-access"}}
+        ],
+        "current-context": worker,
+    }
