@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-import yaml
+from kueue_api.documents import DocumentError, load_yaml
 
 
 class KubeconfigError(ValueError):
@@ -27,8 +27,8 @@ def load_kubeconfig(value: str | dict[str, Any]) -> tuple[dict[str, Any], Kubeco
     """
     if isinstance(value, str):
         try:
-            data = yaml.safe_load(value)
-        except yaml.YAMLError as error:
+            data = load_yaml(value)  # bounded: a stored kubeconfig came from outside too
+        except DocumentError as error:
             raise KubeconfigError(f"not valid YAML: {error}") from error
     else:
         data = value

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import load_only
 
+from kueue_api.documents import DocumentError, load_yaml
 from kueue_api.timestamps import rfc3339
 from manager import states
 from manager.db import clusters as cluster_queries
@@ -608,8 +608,11 @@ class ManagerClusterSource:
 
 
 def read_kubeconfig_file(path: str) -> dict[str, Any]:
-    with open(path) as handle:
-        data = yaml.safe_load(handle)
+    try:
+        with open(path) as handle:
+            data = load_yaml(handle.read())
+    except DocumentError as error:
+        raise KubeconfigError(f"{path}: {error}") from error
     if not isinstance(data, dict):
         raise KubeconfigError(f"{path} is not a kubeconfig")
     load_kubeconfig(data)
