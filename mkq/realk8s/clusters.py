@@ -161,7 +161,7 @@ def _wait(what: str, check: Any, log: Path, process: subprocess.Popen[bytes] | N
     while True:
         if process is not None and process.poll() is not None:
             raise ClusterStartError(
-                f"{what} exited ({process.returncode}); see {log}:\n{_tail(log)}"
+                f"{what} exited ({process.returncode}); see {log}:\n{log_tail(log)}"
             )
         with contextlib.suppress(httpx.HTTPError, OSError):
             if check():
@@ -171,7 +171,8 @@ def _wait(what: str, check: Any, log: Path, process: subprocess.Popen[bytes] | N
         time.sleep(0.2)
 
 
-def _tail(log: Path, lines: int = 15) -> str:
+def log_tail(log: Path, lines: int = 15) -> str:
+    """The last lines of a process's log, for an error that says why it stopped."""
     with contextlib.suppress(OSError):
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     return ""

@@ -37,7 +37,7 @@ from cryptography.fernet import Fernet
 
 from mkq.demo.manifests import EXAMPLES, read_documents
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
-from tests.e2e.backends.setup import manager_setup, token_secret_kubeconfig
+from tests.e2e.backends.setup import manager_setup, run_command, token_secret_kubeconfig
 
 REPO = EXAMPLES.parents[1]
 DEPLOY = REPO / "deploy"
@@ -57,16 +57,6 @@ BASE_ENV = {
     "MKQ_RECONNECT_CAP_SECONDS": "2",
 }
 POSTGRES_PASSWORD = "mkq-e2e"
-
-
-def _run(*args: str, stdin: str | None = None, timeout: float = 600) -> str:
-    """Run a command; its stderr goes into the error when it fails."""
-    result = subprocess.run(
-        list(args), input=stdin, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed ({result.returncode}): {result.stderr}")
-    return result.stdout
 
 
 def _kind_name(cluster: str) -> str:
@@ -157,7 +147,9 @@ class KindEnvironment:
         return environment
 
     def kubectl(self, cluster: str, *args: str, stdin: str | None = None) -> str:
-        return _run("kubectl", "--kubeconfig", str(self.kubeconfigs[cluster]), *args, stdin=stdin)
+        return run_command(
+            "kubectl", "--kubeconfig", str(self.kubeconfigs[cluster]), *args, stdin=stdin
+        )
 
     def apply(self, cluster: str, objects: list[dict[str, Any]]) -> None:
         self.kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
@@ -169,7 +161,7 @@ class KindEnvironment:
             kubeconfig = self.scratch / f"{cluster}.kubeconfig"
             name = _kind_name(cluster)
             self.created.append(name)
-            _run(
+            run_command(
                 "kind",
                 "create",
                 "cluster",
@@ -185,10 +177,10 @@ class KindEnvironment:
             self.kubeconfigs[cluster] = kubeconfig
 
     def _load_images(self) -> None:
-        _run("docker", "build", "-t", IMAGE, str(REPO), timeout=1800)
-        _run("docker", "pull", JOB_IMAGE)
+        run_command("docker", "build", "-t", IMAGE, str(REPO), timeout=1800)
+        run_command("docker", "pull", JOB_IMAGE)
         for name in self.created:
-            _run("kind", "load", "docker-image", IMAGE, JOB_IMAGE, "--name", name)
+            run_command("kind", "load", "docker-image", IMAGE, JOB_IMAGE, "--name", name)
 
     def _overlay(self, name: str, base: Path, extra: dict[str, Any]) -> Path:
         """A kustomize overlay of `base` in the scratch folder: our image, our Secrets."""
@@ -288,7 +280,7 @@ class KindEnvironment:
 
     def _container_ip(self, cluster: str) -> str:
         node = f"{_kind_name(cluster)}-control-plane"
-        return _run(
+        return run_command(
             "docker",
             "inspect",
             "-f",
@@ -308,7 +300,7 @@ class KindEnvironment:
             )
         )
         internal = yaml.safe_load(
-            _run("kind", "get", "kubeconfig", "--internal", "--name", _kind_name(worker))
+            run_command("kind", "get", "kubeconfig", "--internal", "--name", _kind_name(worker))
         )
         server = internal["clusters"][0]["cluster"]["server"]
         return token_secret_kubeconfig(worker, server, secret["data"])
@@ -458,25 +450,25 @@ class KindEnvironment:
             self.wait_manager_ready()
 
     def nodes_of(self, cluster: str) -> list[str]:
-        return _run("kind", "get", "nodes", "--name", _kind_name(cluster)).split()
+        return run_command("kind", "get", "nodes", "--name", _kind_name(cluster)).split()
 
     def pause(self, cluster: str) -> None:
-        _run("docker", "pause", *self.nodes_of(cluster))
+        run_command("docker", "pause", *self.nodes_of(cluster))
 
     def unpause(self, cluster: str) -> None:
-        _run("docker", "unpause", *self.nodes_of(cluster))
+        run_command("docker", "unpause", *self.nodes_of(cluster))
 
     # ---- teardown ----------------------------------------------------------------------------
 
     def delete(self) -> None:
         for name in reversed(self.created):
             with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
-                nodes = _run("kind", "get", "nodes", "--name", name).split()
+                nodes = run_command("kind", "get", "nodes", "--name", name).split()
                 if nodes:
                     # A paused node cannot be removed; a test may have left one paused.
                     subprocess.run(["docker", "unpause", *nodes], capture_output=True, check=False)
             with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
-                _run("kind", "delete", "cluster", "--name", name)
+                run_command("kind", "delete", "cluster", "--name", name)
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 

@@ -36,9 +36,16 @@ import yaml
 from cryptography.fernet import Fernet
 
 from mkq.demo.manifests import EXAMPLES, read_documents
-from mkq.realk8s.clusters import RealCluster, kubeconfig_document, processes, signal_processes
+from mkq.demo.system import _free_port, install_crds
+from mkq.realk8s.clusters import (
+    RealCluster,
+    kubeconfig_document,
+    log_tail,
+    processes,
+    signal_processes,
+)
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
-from tests.e2e.backends.setup import manager_setup, token_secret_kubeconfig
+from tests.e2e.backends.setup import manager_setup, run_command, token_secret_kubeconfig
 from tests.realk8s import real_clusters
 
 REPO = EXAMPLES.parents[1]
@@ -61,21 +68,6 @@ BASE_ENV = {
 CLEAN_TIMEOUT = 90.0
 
 
-def _run(*args: str, stdin: str | None = None, timeout: float = 120) -> str:
-    result = subprocess.run(
-        list(args), input=stdin, capture_output=True, text=True, timeout=timeout, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed ({result.returncode}): {result.stderr}")
-    return result.stdout
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    with contextlib.suppress(OSError):
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    return ""
-
-
 @dataclass
 class RealEnvironment:
     """The session's three clusters with mkq's CRDs, identities and Kueue setup installed."""
@@ -94,17 +86,13 @@ class RealEnvironment:
 
     def kubectl(self, cluster: str, *args: str, stdin: str | None = None) -> str:
         kubeconfig = str(self.clusters[cluster].kubeconfig_path)
-        return _run("kubectl", "--kubeconfig", kubeconfig, *args, stdin=stdin)
+        return run_command("kubectl", "--kubeconfig", kubeconfig, *args, stdin=stdin, timeout=120)
 
     def apply(self, cluster: str, objects: list[dict[str, Any]]) -> None:
         self.kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objects))
 
     def _install(self) -> None:
-        for cluster in self.clusters:
-            self.kubectl(cluster, "apply", "--server-side", "-f", str(DEPLOY / "crds"))
-            self.kubectl(
-                cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"
-            )
+        install_crds(self.clusters.values())
         for worker in WORKERS:
             for part in ("namespace.yaml", "rbac.yaml"):
                 self.kubectl(worker, "apply", "-f", str(DEPLOY / "base" / "agent" / part))
@@ -245,14 +233,6 @@ def _clean_cluster(http: httpx.Client) -> None:
         time.sleep(0.2)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class Process:
     """One mkq process of a test, its output in a log file."""
@@ -293,7 +273,7 @@ class Process:
     def failure(self) -> str | None:
         """What went wrong, if the process died."""
         if self.process is not None and self.process.poll() is not None:
-            return f"{self.label} exited ({self.process.returncode}):\n{_tail(self.log)}"
+            return f"{self.label} exited ({self.process.returncode}):\n{log_tail(self.log, 30)}"
         return None
 
 
@@ -350,7 +330,7 @@ class RealSystem:
                         return
                 if time.monotonic() > deadline:
                     raise RuntimeError(
-                        f"the manager was not ready in 60s:\n{_tail(self.manager.log)}"
+                        f"the manager was not ready in 60s:\n{log_tail(self.manager.log, 30)}"
                     )
                 await asyncio.sleep(0.2)
 

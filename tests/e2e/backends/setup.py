@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import subprocess
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,3 +47,13 @@ def token_secret_kubeconfig(
         ],
         "current-context": worker,
     }
+
+
+def run_command(*args: str, stdin: str | None = None, timeout: float = 600) -> str:
+    """Run a command (kubectl, kind, docker); its stderr goes into the error when it fails."""
+    result = subprocess.run(
+        list(args), input=stdin, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed ({result.returncode}): {result.stderr}")
+    return result.stdout
