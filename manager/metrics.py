@@ -34,6 +34,12 @@ class ManagerMetrics:
             ["cluster_queue", "reason"],
             registry=self.registry,
         )
+        self.refused = Counter(
+            "mkq_manager_copies_refused_total",
+            "Copies a worker refused with a 4xx (the attempt ends; see manager.dispatch.refusals).",
+            ["cluster", "reason"],
+            registry=self.registry,
+        )
         self.pending = Gauge(
             "kueue_pending_workloads",
             "Workloads not yet admitted by any worker.",

@@ -33,6 +33,7 @@ ATTEMPT_WON: Final = "Admitted"
 ATTEMPT_REMOVED: Final = "Removed"
 ATTEMPT_EVICTED: Final = "Evicted"
 ATTEMPT_LOST: Final = "Lost"
+ATTEMPT_REFUSED: Final = "Refused"  # the worker answered the copy with a 4xx (dispatch.refusals)
 ATTEMPT_ACTIVE: Final = frozenset({ATTEMPT_NOMINATED, ATTEMPT_WON})
 
 # Cluster states.

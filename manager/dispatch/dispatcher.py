@@ -29,7 +29,7 @@ from manager.db.guarded import GuardedWriter
 from manager.db.records import WorkloadReader, WorkloadRecord
 from manager.db.session import SessionFactory, read_sessions
 from manager.db.tables import AttemptRow, ClusterRow, WorkloadRow
-from manager.dispatch import preemption
+from manager.dispatch import preemption, refusals
 from manager.dispatch.batch_reads import CoalescingLoader
 from manager.dispatch.eviction import take_back
 from manager.dispatch.nomination import (
@@ -51,6 +51,7 @@ from manager.dispatch.timing import Clock, is_lost
 from manager.dispatch.workqueue import WorkQueue
 from manager.jobs import job_copy, workload_copy
 from manager.metrics import ManagerMetrics
+from manager.remote.api_errors import status_message, status_reason
 from manager.remote.connection import (
     JOB_CACHES,
     JOBS,
@@ -549,7 +550,12 @@ class Dispatcher:
             body = job_copy(
                 row.manifest, workload_name=row.workload_name, origin=self.settings.origin
             )
-            await conn.create_job(body)
+            try:
+                await conn.create_job(body)
+            except ApiException as error:
+                if not await self._refused(row, conn, error, row.kind):
+                    raise
+                return
             self._expected.add((conn.name, jobs, jkey))
         if job_st is not None and job_st.started and row.state == states.ADMITTED:
             changes.update(state=states.RUNNING, started_at=now)
@@ -628,6 +634,52 @@ class Dispatcher:
         await self._evict_workloads([row.id], row.cluster, reason, message, states.ATTEMPT_EVICTED)
         self._queue.add(row.id)
 
+    async def _refused(
+        self, row: WorkloadRecord, conn: ClusterConnection, error: ApiException, what: str
+    ) -> bool:
+        """End the workload's attempt in `conn` when the worker refused its copy (a 4xx that
+        another try would get again); False when the error is one to retry.
+
+        The workload shows the worker's message, and goes on with the other clusters; a winner
+        that refused its Job gives its Workload copy (and its quota) back and is dispatched
+        again, as after an eviction.
+        """
+        reason = refusals.refusal_reason(error.status or 0, status_reason(error))
+        if reason is None:
+            return False
+        message = f"{conn.name} refused the {what}: {status_message(error)}"
+        log.warning("workload %s/%s: %s", row.namespace, row.name, message)
+        self._metrics.refused.labels(cluster=conn.name, reason=reason).inc()
+        if row.cluster == conn.name:
+            await self._delete_copies(row, conn)
+        now = self._clock.now()
+        async with self._sessions.begin() as session:
+            fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
+            if fresh is None or fresh.state in states.FINAL_STATES:
+                return True
+            evicted = await take_back(
+                session,
+                fresh,
+                conn.name,
+                reason=reason,
+                message=message,
+                attempt_state=states.ATTEMPT_REFUSED,
+                now=now,
+            )
+            if not evicted:
+                fresh.message = message
+                await append_event(
+                    session,
+                    at=now,
+                    kind="Refused",
+                    message=message,
+                    workload_id=fresh.id,
+                    cluster=conn.name,
+                )
+        self._changed()
+        self._queue.add(row.id)
+        return True
+
     async def _evict_workloads(
         self, ids: Iterable[int], cluster: str, reason: str, message: str, attempt_state: str
     ) -> None:
@@ -673,6 +725,15 @@ class Dispatcher:
             if name not in active:
                 await self._delete_copies(row, conn)
         now = self._clock.now()
+        # Clusters that refused the workload's copy are not asked again (for a while, or for
+        # good when the copy itself was refused): dispatch.refusals.
+        excluded = refusals.exclusions(row.attempts, now)
+        if excluded:
+            ready = {name: conn for name, conn in ready.items() if name not in excluded}
+            retry = [e.until for e in excluded.values() if e.until is not None]
+            if retry:
+                delay = (min(retry) - now).total_seconds()
+                self._queue.add_after(row.id, max(delay, 0.5))
         demand = WorkloadDemand(
             requests=self._requests_milli(row),
             nominated=tuple(row.nominated),
@@ -745,7 +806,12 @@ class Dispatcher:
     async def _send_copy(
         self, conn: ClusterConnection, body: dict[str, Any], row: WorkloadRecord
     ) -> None:
-        await conn.create_workload(body)
+        try:
+            await conn.create_workload(body)
+        except ApiException as error:
+            if not await self._refused(row, conn, error, "Workload copy"):
+                raise
+            return
         self._expected.add((conn.name, WORKLOADS, (row.namespace, row.workload_name)))
         self._metrics.dispatched.labels(cluster_queue=row.queue, cluster=conn.name).inc()
         self._note_sent(conn, row)
