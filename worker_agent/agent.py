@@ -33,6 +33,7 @@ from worker_agent.controllers.runner import ControllerRunner
 from worker_agent.controllers.topology_ungater import TopologyUngater
 from worker_agent.controllers.workloads import WorkloadController
 from worker_agent.engine import EngineConfig
+from worker_agent.engine_feed import ENGINE_RESOURCES
 from worker_agent.events import EventRecorder
 from worker_agent.health import HealthServer
 from worker_agent.informers import InformerSet
@@ -45,18 +46,8 @@ from worker_agent.reporter import Reporter
 from worker_agent.resources import (
     ADMISSION_CHECKS,
     CLUSTER_QUEUES,
-    COHORTS,
-    DEVICE_CLASSES,
     LOCAL_QUEUES,
-    NAMESPACES,
-    NODES,
     PODS,
-    RESOURCE_CLAIM_TEMPLATES,
-    RESOURCE_CLAIMS,
-    RESOURCE_FLAVORS,
-    RESOURCE_SLICES,
-    TOPOLOGIES,
-    WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
     ResourceType,
 )
@@ -66,24 +57,6 @@ from worker_agent.writer import ObjectWriter
 
 log = logging.getLogger(__name__)
 
-# The engine's inputs, in the order a rebuild feeds them (configuration before workloads).
-ENGINE_RESOURCES: tuple[ResourceType, ...] = (
-    NAMESPACES,
-    RESOURCE_FLAVORS,
-    TOPOLOGIES,
-    NODES,
-    PODS,
-    ADMISSION_CHECKS,
-    COHORTS,
-    CLUSTER_QUEUES,
-    LOCAL_QUEUES,
-    WORKLOAD_PRIORITY_CLASSES,
-    DEVICE_CLASSES,
-    RESOURCE_SLICES,
-    RESOURCE_CLAIM_TEMPLATES,
-    RESOURCE_CLAIMS,
-    WORKLOADS,
-)
 _ENGINE_RESOURCE_SET = frozenset(ENGINE_RESOURCES)
 """The same, for the membership test every watch event makes."""
 
@@ -307,9 +280,7 @@ class _LeaderRun:
     def start(self) -> None:
         informers = self.agent.informers
         # Rebuild: every cached object enters the engine and every key is reconciled once.
-        for rt in ENGINE_RESOURCES:
-            for obj in informers.cache(rt).values():
-                self.scheduling.on_change(rt, Change(object_key(obj), None, obj))
+        self.scheduling.resync()
         for key in informers.cache(WORKLOADS):
             self.workload_runner.enqueue(key)
             self.ungater_runner.enqueue(key)

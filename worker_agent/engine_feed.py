@@ -24,11 +24,51 @@ from kueue_api.loader import model_for, parse_object
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, split_key
 from worker_agent.engine import AdmissionDecision, EngineState, StateBuilder
-from worker_agent.resources import WORKLOADS, ResourceType
+from worker_agent.resources import (
+    ADMISSION_CHECKS,
+    CLUSTER_QUEUES,
+    COHORTS,
+    DEVICE_CLASSES,
+    LOCAL_QUEUES,
+    NAMESPACES,
+    NODES,
+    PODS,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    RESOURCE_FLAVORS,
+    RESOURCE_SLICES,
+    TOPOLOGIES,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+    ResourceType,
+)
 
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
+
+# The engine's inputs, in the order a rebuild feeds them (configuration before workloads).
+ENGINE_RESOURCES: tuple[ResourceType, ...] = (
+    NAMESPACES,
+    RESOURCE_FLAVORS,
+    TOPOLOGIES,
+    NODES,
+    PODS,
+    ADMISSION_CHECKS,
+    COHORTS,
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    WORKLOAD_PRIORITY_CLASSES,
+    DEVICE_CLASSES,
+    RESOURCE_SLICES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
+    WORKLOADS,
+)
+
+SET_ASIDE_REASON = "Pending"
+"""The QuotaReserved=False reason of a Workload the engine could not take in (Kueue's
+generic pending reason: the spec is not known to be at fault)."""
 
 
 class EngineFeed:
@@ -49,6 +89,9 @@ class EngineFeed:
         """The last JSON of each Workload holding quota in the cluster (parsed if preempted)."""
         self._assumed: dict[str, str] = {}
         """Admissions the engine decided that the agent is writing: key -> ClusterQueue."""
+        self.set_aside_workloads: dict[str, str] = {}
+        """Workloads kept out of the engine because taking them in failed (`set_aside`), with
+        the message their QuotaReserved condition shows until they change."""
 
     def assume(self, decisions: Iterable[AdmissionDecision]) -> None:
         """The engine's admissions, about to be written. When a Workload then shows exactly
@@ -64,6 +107,8 @@ class EngineFeed:
         self.state.forget_admission(key)
 
     def apply(self, rt: ResourceType, change: Change, in_flight: Collection[str] = ()) -> None:
+        if rt == WORKLOADS:
+            self.set_aside_workloads.pop(change.key, None)
         if change.new is None:
             namespace, name = split_key(change.key)
             self.builder.delete(rt.kind, namespace, name)
@@ -99,6 +144,23 @@ class EngineFeed:
             else:
                 self._reserved.pop(change.key, None)
         self.builder.apply(model)
+
+    def set_aside(self, rt: ResourceType, key: str, error: Exception) -> None:
+        """`apply` raised for this object (a bug, not a spec the models reject): keep it out
+        of the engine whole rather than half taken in, and give a Workload a visible reason.
+        It is tried again on its next change, or when the state is rebuilt."""
+        self._reserved.pop(key, None)
+        self._assumed.pop(key, None)
+        try:
+            self.builder.delete(rt.kind, *split_key(key))
+        except Exception:
+            log.debug("%s %s could not be taken out of the engine either", rt.kind, key)
+        if rt == WORKLOADS:
+            self.invalid.pop(key, None)
+            self.set_aside_workloads[key] = (
+                f"the scheduler could not take this Workload in ({type(error).__name__}: "
+                f"{error}); it is tried again when the Workload changes"
+            )
 
     def held(self) -> dict[str, tuple[str, str]]:
         """Pending workloads that DRA accounting keeps out of every queue, with the

@@ -133,6 +133,13 @@ class AgentMetrics:
             ["controller"],
             registry=r,
         )
+        self.engine_errors = Counter(
+            "mkq_agent_engine_errors",
+            "Scheduling cycles failed, after which the engine state is rebuilt from the "
+            "cluster, by stage (cycle: the engine raised; apply: an object could not enter it)",
+            ["stage"],
+            registry=r,
+        )
         self.api_errors = Counter(
             "mkq_agent_api_errors",
             "Errors answered by the API server",

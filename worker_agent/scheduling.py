@@ -7,6 +7,12 @@ run concurrently (bounded) while the next cycle computes; the engine has already
 admissions, and a write that fails hands the admission back at the start of the next cycle.
 Decisions (admissions, evictions) and reports (pending reasons, queue statuses) are written in
 separate lanes, so quota never waits for a report to be written (see `status_writes`).
+
+A cycle that fails (an engine bug) fails alone: the state it leaves may hold part of it (heads
+popped, usage added), so the next cycle starts from a state rebuilt from the informers' caches,
+the way a new leader starts (`resync`), with the admissions still being written taken in as
+they will be written, so that none is lost or made twice. An object the engine cannot take in
+is set aside (a Workload shows why) and tried again on that rebuild.
 """
 
 from __future__ import annotations
@@ -24,10 +30,11 @@ from typing import Any
 from kueue_api import Configuration
 from kueue_api.conditions import set_condition
 from worker_agent import workloads as wl
-from worker_agent.cache import Change, ObjectCache
+from worker_agent.cache import Change, ObjectCache, object_key
 from worker_agent.engine import (
     Admission,
     AdmissionDecision,
+    CycleError,
     CycleResult,
     EngineConfig,
     EngineState,
@@ -36,7 +43,7 @@ from worker_agent.engine import (
     schedule,
 )
 from worker_agent.engine.tas.from_api import TAS_POD_ANNOTATIONS
-from worker_agent.engine_feed import EngineFeed
+from worker_agent.engine_feed import ENGINE_RESOURCES, SET_ASIDE_REASON, EngineFeed
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.metrics import AgentMetrics
@@ -132,6 +139,24 @@ def counted_pod(pod: JsonObject | None) -> object:
     return spec
 
 
+def as_written(workload: JsonObject, decision: AdmissionDecision) -> JsonObject:
+    """The Workload as the admission being written will leave it (as it is, when the write
+    will decline)."""
+    at = datetime.fromtimestamp(decision.at, UTC)
+    admission = admission_json(decision.admission)
+    admitted = wl.admit(workload, admission, decision.admission_checks, at)
+    return workload if admitted is None else admitted
+
+
+class _SetAside(Exception):
+    """Objects the engine could not take in during an incremental cycle: the state may hold
+    part of them, so it is rebuilt (which tries them again)."""
+
+    def __init__(self, objects: list[tuple[str, str]]) -> None:
+        super().__init__(", ".join(f"{kind} {key}" for kind, key in objects))
+        self.objects = objects
+
+
 @dataclass
 class _CycleOutput:
     result: CycleResult
@@ -172,13 +197,23 @@ class SchedulingLoop:
         self._reporter = reporter
         self._batch_delay = batch_delay
         self._status_interval = status_interval
+        self._engine_config = engine_config
+        self._configuration = configuration
         self._feed = EngineFeed(EngineState(engine_config), configuration)
+        self._rebuild_due = False
+        """The engine state cannot be trusted (a cycle failed): rebuild before the next one."""
+        self._resynced = False
+        """The changes waiting are a whole resync (`resync`), not increments."""
+        self._set_aside: set[tuple[str, str]] = set()
+        """(kind, key) of the objects set aside by the last resync: their failing again later
+        starts no rebuild (one would only set them aside once more)."""
         self._changes: list[tuple[ResourceType, Change]] = []
         self._waking = 0
         """How many of `_changes` asked for a cycle; the others ride along with the next one
         (see `_rides_along`)."""
         self._forget: list[str] = []
-        self._in_flight: set[str] = set()
+        self._in_flight: dict[str, AdmissionDecision] = {}
+        """Admissions being written, not yet back from the API server."""
         self._writes: set[asyncio.Task[None]] = set()
         self._limit = asyncio.Semaphore(parallelism)
         self._status_writes = StatusWrites(writer)
@@ -194,6 +229,8 @@ class SchedulingLoop:
         self.capacity: list[JsonObject] = []
         self.cycles = 0
         self.failures = 0
+        self._failing = 0
+        """Cycles failed in a row (the backoff before the next one)."""
 
     def on_change(self, rt: ResourceType, change: Change) -> None:
         """Informer handler: remember the change and ask for a cycle.
@@ -232,6 +269,36 @@ class SchedulingLoop:
     def kick(self) -> None:
         self._wake.set()
 
+    def resync(self) -> None:
+        """Hand the next cycle every cached object as if it had just been added: how a
+        leader's engine state is built, and how a state that cannot be trusted is rebuilt.
+
+        An admission still being written enters as it will be written: the state holds its
+        quota (admitting nothing else on it, nor the Workload a second time), and the write's
+        outcome then reaches the state as for any admission (confirmed, or handed back)."""
+        for rt in ENGINE_RESOURCES:
+            if rt not in self._informers:
+                continue
+            for obj in self._informers.cache(rt).values():
+                key = object_key(obj)
+                decision = self._in_flight.get(key) if rt == WORKLOADS else None
+                if decision is not None:
+                    obj = as_written(obj, decision)
+                self.on_change(rt, Change(key, None, obj))
+        self._resynced = True
+
+    def _rebuild(self) -> None:
+        """Discard the engine state and resync it from the caches (on the event loop, between
+        cycles: the caches and the admissions in flight are read as one picture)."""
+        self._feed = EngineFeed(EngineState(self._engine_config), self._configuration)
+        self._changes, self._waking, self._forget = [], 0, []
+        self._afs_sampled = None
+        self._status_stale = True
+        self._rebuild_due = False
+        self.resync()
+        # A cycle over everything is long: on a thread, so watches and writes keep flowing.
+        self._last_cycle_seconds = max(self._last_cycle_seconds, sys.getswitchinterval())
+
     @property
     def busy(self) -> bool:
         return bool(
@@ -261,6 +328,9 @@ class SchedulingLoop:
                 if self._batch_delay and not continuing:
                     # Coming out of idle: let a burst of changes land in one cycle.
                     await asyncio.sleep(self._batch_delay)
+                if self._rebuild_due:
+                    self._rebuild()
+                resynced, self._resynced = self._resynced, False
                 changes, self._changes, self._waking = self._changes, [], 0
                 forget, self._forget = self._forget, []
                 in_flight = frozenset(self._in_flight)
@@ -274,20 +344,21 @@ class SchedulingLoop:
                         # The last cycle was short: a worker thread would hold the GIL about
                         # as long as the cycle runs anyway, so the hop would only add its own
                         # cost (a handoff and two wake-ups per cycle).
-                        output = self._cycle(changes, forget, in_flight, now, status_due)
+                        output = self._cycle(changes, forget, in_flight, now, status_due, resynced)
                     else:
                         # A long cycle (a large backlog): on a thread, the loop still gets a
                         # turn at every GIL switch, so watches and writes keep flowing.
                         output = await asyncio.to_thread(
-                            self._cycle, changes, forget, in_flight, now, status_due
+                            self._cycle, changes, forget, in_flight, now, status_due, resynced
                         )
-                except Exception:
-                    # An engine failure must not stop scheduling for good: log, wait, go on.
-                    log.exception("scheduling cycle failed")
-                    self.failures += 1
-                    await asyncio.sleep(min(5.0, 0.1 * 2 ** min(self.failures, 6)))
+                except Exception as error:
+                    # An engine failure fails this cycle only: the next starts from a state
+                    # rebuilt from the cluster, after a backoff.
+                    self._cycle_failed(error)
+                    await asyncio.sleep(min(5.0, 0.1 * 2 ** min(self._failing, 6)))
                     self._wake.set()
                     continue
+                self._failing = 0
                 self.cycles += 1
                 self._last_cycle_seconds = output.seconds
                 if changes or forget or output.result.admissions or output.result.evictions:
@@ -305,6 +376,22 @@ class SchedulingLoop:
             await asyncio.gather(*self._writes, return_exceptions=True)
             await self._status_writes.stop()
 
+    def _cycle_failed(self, error: Exception) -> None:
+        self.failures += 1
+        self._failing += 1
+        self._rebuild_due = True
+        rebuilding = "the engine state is rebuilt from the cluster for the next cycle"
+        if isinstance(error, _SetAside):
+            self._metrics.engine_errors.labels("apply").inc()
+            log.warning("could not enter the engine: %s; %s", error, rebuilding)
+            return
+        self._metrics.engine_errors.labels("cycle").inc()
+        workload = error.workload if isinstance(error, CycleError) else None
+        if workload is not None:
+            log.exception("scheduling cycle failed on workload %s; %s", workload, rebuilding)
+        else:
+            log.exception("scheduling cycle failed; %s", rebuilding)
+
     # --- worker thread ---------------------------------------------------------------------
 
     def _cycle(
@@ -314,16 +401,27 @@ class SchedulingLoop:
         in_flight: frozenset[str],
         now: datetime,
         status_due: bool,
+        resynced: bool = False,
     ) -> _CycleOutput:
+        """`resynced`: `changes` are a whole resync. Objects that cannot enter the engine are
+        then set aside and the cycle goes on; in an incremental cycle they fail it (raising
+        `_SetAside`), so that the state is rebuilt, unless the last resync set them aside."""
         started = time.perf_counter()
         feed = self._feed
         for key in forget:
             feed.forget_admission(key)
+        set_aside: list[tuple[str, str]] = []
         for rt, change in changes:
             try:
                 feed.apply(rt, change, in_flight)
-            except Exception:
+            except Exception as error:
                 log.exception("%s %s could not enter the engine", rt.kind, change.key)
+                feed.set_aside(rt, change.key, error)
+                set_aside.append((rt.kind, change.key))
+        if resynced:
+            self._set_aside = set(set_aside)
+        elif not self._set_aside.issuperset(set_aside):
+            raise _SetAside(set_aside)
         self._sample_admission_fair_sharing(now.timestamp())
         result = schedule(feed.state, now.timestamp())
         feed.assume(result.admissions)
@@ -341,6 +439,8 @@ class SchedulingLoop:
                 output.pending_counts[name] = (active, len(cq.queue) - active)
         output.invalid = dict(feed.invalid)
         output.held = feed.held()
+        for key, message in feed.set_aside_workloads.items():
+            output.held[key] = (SET_ASIDE_REASON, message)
         output.seconds = time.perf_counter() - started
         return output
 
@@ -377,7 +477,7 @@ class SchedulingLoop:
         for decision in output.admissions:
             self._status_writes.drop(WORKLOADS, decision.key)
             self._pending_shown.pop(decision.key, None)
-            self._in_flight.add(decision.key)
+            self._in_flight[decision.key] = decision
             self._spawn(self._write_admission(decision, now))
         workloads = self._informers.cache(WORKLOADS)
         for pending in result.pending:
@@ -446,7 +546,7 @@ class SchedulingLoop:
                 status=True,
             )
         finally:
-            self._in_flight.discard(decision.key)
+            self._in_flight.pop(decision.key, None)
             if written is None:
                 # Not persisted (gone, already admitted elsewhere, or an error): hand it back.
                 self._forget.append(decision.key)

@@ -18,7 +18,9 @@ Public API (stable; the worker agent and `mkq simulate` use only this):
   already released the victim's quota and put it back in its queue; write the Evicted
   (reason Preempted) and Preempted (reason `preemption_reason`: InClusterQueue,
   InCohortReclamation, InCohortFairSharing, InCohortReclaimWhileBorrowing) conditions.
-  `CycleResult.idle` is True when another cycle now would change nothing.
+  `CycleResult.idle` is True when another cycle now would change nothing. An unexpected
+  error (a bug) comes out as `CycleError(workload)`, naming the head the cycle was deciding;
+  the state may then hold part of that cycle, so its owner rebuilds it.
 - Admission checks (spec §11, `checks`): `AdmissionDecision.admission_checks` names the checks
   the reservation must pass; a Workload's status.admissionChecks enter as
   `WorkloadSpec.admission_checks` (`CheckStatus`); one with a Retry or Rejected check is not
@@ -90,6 +92,7 @@ from worker_agent.engine.convert import (
 )
 from worker_agent.engine.cycle import (
     AdmissionDecision,
+    CycleError,
     CycleResult,
     Eviction,
     PendingUpdate,
@@ -117,6 +120,7 @@ __all__ = [
     "AdmissionDecision",
     "CheckState",
     "CheckStatus",
+    "CycleError",
     "CycleResult",
     "EngineConfig",
     "EngineState",

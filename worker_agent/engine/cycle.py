@@ -108,6 +108,26 @@ class CycleResult:
     periodic and will never change anything durable (see `run_until_quiescent`)."""
 
 
+class CycleError(Exception):
+    """A cycle failed on an unexpected error (a bug; the error itself is `__cause__`).
+
+    `workload` is the key of the head the cycle was deciding when it failed, or None when it
+    failed outside any one head. The state may then hold part of the cycle (heads popped,
+    usage added): its owner should rebuild it rather than schedule on it again."""
+
+    def __init__(self, workload: str | None) -> None:
+        where = f" on workload {workload}" if workload is not None else ""
+        super().__init__(f"scheduling cycle failed{where}")
+        self.workload = workload
+
+
+@dataclass(slots=True)
+class _Progress:
+    """The head a cycle is deciding, so that a failure can name it."""
+
+    workload: str | None = None
+
+
 @dataclass(slots=True)
 class _Entry:
     cq: ClusterQueueRuntime
@@ -138,14 +158,17 @@ def schedule(state: EngineState, now: float) -> CycleResult:
     paused = gc.isenabled() and threading.current_thread() is threading.main_thread()
     if paused:
         gc.disable()
+    progress = _Progress()
     try:
-        return _schedule(state, now)
+        return _schedule(state, now, progress)
+    except Exception as error:
+        raise CycleError(progress.workload) from error
     finally:
         if paused:
             gc.enable()
 
 
-def _schedule(state: EngineState, now: float) -> CycleResult:
+def _schedule(state: EngineState, now: float, progress: _Progress) -> CycleResult:
     state.ensure_structure()
     state.cycle += 1
     heads = _pop_heads(state)
@@ -155,6 +178,7 @@ def _schedule(state: EngineState, now: float) -> CycleResult:
     entries: list[_Entry] = []
     inadmissible: list[_Entry] = []
     for entry in heads:
+        progress.workload = entry.info.key
         if _nominate(state, entry):
             entries.append(entry)
         else:
@@ -162,9 +186,11 @@ def _schedule(state: EngineState, now: float) -> CycleResult:
     cycle = _Cycle(state, now)
     admissions: list[AdmissionDecision] = []
     for entry in _in_order(state, entries):
+        progress.workload = entry.info.key
         decision = _process(cycle, entry)
         if decision is not None:
             admissions.append(decision)
+    progress.workload = None
     for cq, usage in reversed(cycle.undo):
         cq.node.remove_usages(usage)
     pending: list[PendingUpdate] = []
@@ -173,6 +199,7 @@ def _schedule(state: EngineState, now: float) -> CycleResult:
     for entry in entries + inadmissible:
         if entry.admitted:
             continue
+        progress.workload = entry.info.key
         went_active = _requeue(state, entry, now, pending)
         if not went_active:
             stalled = False
@@ -180,6 +207,7 @@ def _schedule(state: EngineState, now: float) -> CycleResult:
             idle = False
     # Evictions take effect after the heads are requeued, as in Kueue where they are observed
     # after the cycle: releasing the victims' quota then requeues what became inadmissible.
+    progress.workload = None
     evictions = cycle.apply_evictions()
     stall = None
     if stalled:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from tests.unit.engine.states import one_queue_state, team_workload
-from worker_agent.engine import EngineState, run_until_quiescent, schedule
+from worker_agent.engine import CycleError, EngineState, run_until_quiescent, schedule
 from worker_agent.engine.model import Preemption, PreemptionPolicy
 from worker_agent.engine.quota import QuotaNode
 
@@ -49,9 +49,11 @@ def test_a_search_that_raises_puts_every_victim_back(monkeypatch: pytest.MonkeyP
         return real_available(node, fr)  # type: ignore[arg-type]
 
     monkeypatch.setattr(QuotaNode, "available", failing_after_victims_were_taken)
-    with pytest.raises(SearchFailed):
+    with pytest.raises(CycleError) as failure:
         schedule(state, now=30.0)
     monkeypatch.undo()
+    assert isinstance(failure.value.__cause__, SearchFailed)
+    assert failure.value.workload == "team/high"
     assert _usage(state) == before
 
 
