@@ -346,6 +346,12 @@ class Quantity:
         }
 
 
+# What Quantity parses, as a pattern for schemas that must not promise more: exponents of up to
+# three digits (the parser takes up to 1000), never fractional (QUANTITY_PATTERN allows them).
+QUANTITY_TEXT_PATTERN: Final = (
+    r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]{1,3})?$"
+)
+
 # The pattern Kubernetes' CRD generator puts on every quantity field.
 QUANTITY_PATTERN: Final = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"

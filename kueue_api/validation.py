@@ -41,6 +41,10 @@ from kueue_api.models.workload import TopologyAssignment
 from kueue_api.quantity import Quantity
 
 __all__ = [
+    "DNS_LABEL_PATTERN",
+    "DNS_SUBDOMAIN_PATTERN",
+    "LABEL_VALUE_PATTERN",
+    "QUALIFIED_NAME_PART_PATTERN",
     "TOTAL_ANNOTATION_SIZE_LIMIT_B",
     "annotations_problems",
     "is_cluster_scoped",
@@ -50,12 +54,18 @@ __all__ = [
     "validate_update",
 ]
 
-_SUBDOMAIN_RE: Final = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-_LABEL_RE: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_QUALIFIED_NAME_PART_RE: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE_RE: Final = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# Kubernetes' name rules as patterns (also what the manager's OpenAPI documents); lengths apart:
+# a DNS-1123 label is at most 63 characters, a subdomain at most 253.
+DNS_SUBDOMAIN_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS_LABEL_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_SUBDOMAIN_RE: Final = re.compile(DNS_SUBDOMAIN_PATTERN)
+_LABEL_RE: Final = re.compile(DNS_LABEL_PATTERN)
+# The name part of a qualified name (a label key without its prefix), at most 63 characters; a
+# label value is one or empty.
+QUALIFIED_NAME_PART_PATTERN: Final = r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+LABEL_VALUE_PATTERN: Final = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+_QUALIFIED_NAME_PART_RE: Final = re.compile(QUALIFIED_NAME_PART_PATTERN)
+_LABEL_VALUE_RE: Final = re.compile(LABEL_VALUE_PATTERN)
 _ONE_NANO: Final = Quantity("1n")
 _HOSTNAME: Final = "kubernetes.io/hostname"
 

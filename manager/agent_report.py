@@ -1,18 +1,18 @@
 """The agent -> manager report: `POST /api/v1/clusters/{name}/reports` (camelCase JSON).
 
 The contract the worker agents build to (see the common brief): admissions, finishes,
-evictions and capacity, with a reportId that makes a retried report a no-op.
+evictions and capacity, with a reportId that makes a retried report a no-op. Times are RFC 3339
+with their zone, as the agents write them (a naive one could not be stored).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from kueue_api.quantity import Quantity
+from kueue_api.quantity import QUANTITY_TEXT_PATTERN, Quantity
 
 
 def _canonical_quantity(value: object) -> str:
@@ -22,7 +22,23 @@ def _canonical_quantity(value: object) -> str:
     return str(Quantity.parse(value))
 
 
-QuantityText = Annotated[str, BeforeValidator(_canonical_quantity)]
+# Kueue's counts and priorities are int32s.
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+QuantityText = Annotated[
+    str,
+    BeforeValidator(_canonical_quantity),
+    WithJsonSchema(
+        {
+            "description": "A Kubernetes quantity: 1, 500m, 2Gi, 1e3",
+            "anyOf": [
+                # A JSON integer beyond 64 bits is refused when the body is read.
+                {"type": "number", "minimum": -(2**63), "maximum": 2**63 - 1},
+                {"type": "string", "pattern": QUANTITY_TEXT_PATTERN},
+            ],
+        }
+    ),
+]
 
 
 class Wire(BaseModel):
@@ -31,7 +47,7 @@ class Wire(BaseModel):
 
 class ReportedPodSet(Wire):
     name: str
-    count: int = 0
+    count: int = Field(default=0, ge=0, le=_INT32_MAX)
     flavors: dict[str, str] = Field(default_factory=dict)
 
 
@@ -40,7 +56,7 @@ class ReportedAdmission(Wire):
     name: str
     uid: str | None = None
     cluster_queue: str | None = None
-    admitted_at: datetime | None = None
+    admitted_at: AwareDatetime | None = None
     pod_sets: list[ReportedPodSet] = Field(default_factory=list)
 
 
@@ -49,7 +65,7 @@ class ReportedFinish(Wire):
     name: str
     uid: str | None = None
     state: str = Field(pattern="^(Succeeded|Failed)$")
-    finished_at: datetime | None = None
+    finished_at: AwareDatetime | None = None
     message: str | None = None
 
 
@@ -58,11 +74,11 @@ class ReportedEviction(Wire):
     name: str
     uid: str | None = None
     reason: str = "Evicted"
-    at: datetime | None = None
+    at: AwareDatetime | None = None
 
 
 class ReportedPriorityUsage(Wire):
-    priority: int
+    priority: int = Field(ge=_INT32_MIN, le=_INT32_MAX)
     usage: QuantityText
 
 
@@ -81,7 +97,7 @@ class ReportedCapacity(Wire):
 
 class AgentReport(Wire):
     report_id: str = Field(min_length=1, max_length=128)
-    sent_at: datetime | None = None
+    sent_at: AwareDatetime | None = None
     admissions: list[ReportedAdmission] = Field(default_factory=list)
     finishes: list[ReportedFinish] = Field(default_factory=list)
     evictions: list[ReportedEviction] = Field(default_factory=list)

@@ -95,7 +95,7 @@ def job_kind(kind: str) -> JobKind:
 def parse_job(manifest: Any) -> SubmittedJob:
     """Check a batch/v1 Job or JobSet manifest well enough to dispatch it; raise ManifestError
     otherwise."""
-    body = _require_mapping(manifest, "(body)")
+    body = _require_mapping(_whole_numbers(manifest), "(body)")
     found = JOB_KINDS.get(str(body.get("kind")))
     if found is None or body.get("apiVersion") != found.api_version:
         raise ManifestError(
@@ -187,6 +187,22 @@ def _jobset_demand(spec: Mapping[str, Any]) -> tuple[int, dict[str, int]]:
         for resource, milli in requests.items():
             total[resource] = total.get(resource, 0) + milli * replicas
     return pods, total
+
+
+# Floats up to here spell their integer exactly.
+_EXACT_FLOAT = 2**53
+
+
+def _whole_numbers(value: Any) -> Any:
+    """The manifest with every whole float an integer: in JSON (and its schema) 2.0 is the
+    integer 2, while a worker's API server takes only 2 for an int32 such as parallelism."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT_FLOAT:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(item) for item in value]
+    return value
 
 
 def _int32(value: Any, field: str) -> int:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from manager.db.credentials import KubeconfigCipher
+from manager.db.credentials import KubeconfigCipher, TokenHasher
 from manager.db.schema import require_migrated
 from manager.db.session import SessionFactory, make_engine, make_session_factory, redact
 from manager.dispatch.dispatcher import Dispatcher, DispatcherSettings
@@ -29,6 +29,7 @@ class ManagerRuntime:
     engine: AsyncEngine
     sessions: SessionFactory
     cipher: KubeconfigCipher
+    tokens: TokenHasher
     metrics: ManagerMetrics
     clock: Clock
     dispatcher: Dispatcher
@@ -73,7 +74,16 @@ class ManagerRuntime:
             clock,
             metrics,
         )
-        runtime = cls(settings, engine, sessions, cipher, metrics, clock, dispatcher)
+        runtime = cls(
+            settings,
+            engine,
+            sessions,
+            cipher,
+            TokenHasher(settings.encryption_key),
+            metrics,
+            clock,
+            dispatcher,
+        )
         await dispatcher.start()
         if manager_kubeconfig is not None:
             # Imported here: the source builds on the runtime, not the other way round.

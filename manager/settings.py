@@ -22,6 +22,11 @@ class ManagerSettings(BaseSettings):
 
     database_url: str = Field(description="SQLAlchemy async URL of the manager's database")
     api_token: str = Field(min_length=8, description="bearer token of users and tools")
+    # /metrics names clusters and queues: it takes the API token, or this read-only one (give
+    # it to Prometheus: `authorization: {credentials_file: ...}`). MKQ_METRICS_PUBLIC=true
+    # serves it to anyone, for a port only the scraper can reach.
+    metrics_token: str | None = Field(default=None, min_length=8)
+    metrics_public: bool = False
     encryption_key: str = Field(description="Fernet key that encrypts stored kubeconfigs")
     origin: str = "multikueue"
     dispatcher: DispatchMode = DispatchMode.ALL_AT_ONCE
@@ -46,6 +51,8 @@ class ManagerSettings(BaseSettings):
     # health_probe_timeout_seconds and it is Unreachable (a frozen API server answers nothing).
     health_probe_seconds: float = Field(default=10.0, gt=0)
     health_probe_timeout_seconds: float = Field(default=5.0, gt=0)
+    # Deadline of each list and write to a worker (a watch has its own, longer one).
+    worker_request_timeout_seconds: float = Field(default=30.0, gt=0)
     reconcile_workers: int = Field(default=16, ge=1)
     # The manager cluster (mkq manager serve --kubeconfig): where MultiKueueCluster Secrets live
     # (MKQ_KUEUE_NAMESPACE; the manager's own namespace, the only one its RBAC lets it read
@@ -55,6 +62,12 @@ class ManagerSettings(BaseSettings):
     # (3 MiB), so whatever kubectl can send, the manager takes.
     max_body_bytes: int = Field(default=3 * 1024 * 1024, ge=1024)
     manager_cluster_seconds: float = Field(default=30.0, gt=0)
+    # The manager cluster's admission webhook (manager.webhooks): a MultiKueue Job gets
+    # spec.managedBy at creation. MKQ_WEBHOOK_URL is where kube-apiserver reaches this
+    # server (https); with it and MKQ_WEBHOOK_PORT set, the manager writes the configurations.
+    webhook_port: int | None = Field(default=None, ge=0, le=65535)
+    webhook_host: str = "0.0.0.0"
+    webhook_url: str | None = Field(default=None, pattern=r"^https://")
 
     @field_validator("database_url")
     @classmethod
@@ -77,4 +90,5 @@ class ManagerSettings(BaseSettings):
             backoff_cap=self.reconnect_cap_seconds,
             probe_seconds=self.health_probe_seconds,
             probe_timeout=self.health_probe_timeout_seconds,
+            request_timeout=self.worker_request_timeout_seconds,
         )

@@ -1,20 +1,34 @@
-"""A loopback TCP proxy that can cut a cluster off and bring it back, its state intact."""
+"""A loopback TCP proxy between a client and a cluster's API server, for the fault tests: it
+can drop the connections (a partition: connections reset, new ones refused), stall them (a
+frozen server: connections stay open and nothing comes back) and bring the link back."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 
-from tests.integration.manager.harness import free_port
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
-class CuttableProxy:
-    def __init__(self, target_port: int) -> None:
+class FaultProxy:
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+        self.target_host = target_host
         self.target_port = target_port
-        self.port = free_port()
+        self.port = _free_port()
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
@@ -30,16 +44,26 @@ class CuttableProxy:
         for task in list(self._pipes):
             task.cancel()
         await asyncio.gather(*self._pipes, return_exceptions=True)
+        self._flowing.set()
+
+    def stall(self) -> None:
+        """Nothing more goes through, either way; connections stay open, new ones are accepted
+        and hang: what a client sees of an API server frozen with SIGSTOP."""
+        self._flowing.clear()
 
     async def restore(self) -> None:
-        await self.start()
+        """Bytes flow again (what a stall held goes on), and new connections are taken."""
+        self._flowing.set()
+        if self._server is None:
+            await self.start()
 
     async def close(self) -> None:
         await self.cut()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._flowing.wait()
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            up_reader, up_writer = await asyncio.open_connection(self.target_host, self.target_port)
         except OSError:
             writer.close()
             return
@@ -52,6 +76,7 @@ class CuttableProxy:
     async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         try:
             while data := await src.read(65536):
+                await self._flowing.wait()
                 dst.write(data)
                 await dst.drain()
         except (ConnectionError, asyncio.CancelledError):

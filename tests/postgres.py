@@ -10,7 +10,13 @@ import asyncio
 import contextlib
 import os
 import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import asyncpg
 from sqlalchemy.engine.url import make_url
@@ -66,3 +72,65 @@ def scratch_database(prefix: str) -> Iterator[str]:
         yield url
     finally:
         asyncio.run(drop(name))
+
+
+POSTGRES_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "postgres.sh"
+
+
+@dataclass
+class PrivateServer:
+    """A Postgres server of one test's own (scripts/postgres.sh on a free port and a scratch
+    directory), which the test may stop, start and restart under the system's feet."""
+
+    port: int
+    directory: Path
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+asyncpg://postgres@127.0.0.1:{self.port}/test"
+
+    def _script(self, *args: str) -> None:
+        env = {**os.environ, "MKQ_PG_PORT": str(self.port), "MKQ_PG_DIR": str(self.directory)}
+        result = subprocess.run(
+            ["bash", str(POSTGRES_SCRIPT), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"postgres.sh {' '.join(args)}: {result.stderr.strip()}")
+
+    def start(self) -> None:
+        self._script()
+
+    def stop(self) -> None:
+        self._script("stop")
+
+
+@contextlib.contextmanager
+def private_server() -> Iterator[PrivateServer]:
+    """A started PrivateServer whose database `test` is migrated; stopped and removed after."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    scratch = Path(tempfile.mkdtemp(prefix="mkq-pg-"))
+    scratch.chmod(0o755)  # postgres.sh runs the server as user postgres when this is root
+    server = PrivateServer(port, scratch / "data")
+    try:
+        server.start()
+
+        async def migrated() -> None:
+            engine = make_engine(server.url)
+            try:
+                await migrate(engine)
+            finally:
+                await engine.dispose()
+
+        asyncio.run(migrated())
+        yield server
+    finally:
+        with contextlib.suppress(RuntimeError):
+            server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -6,13 +6,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from pydantic import BaseModel
 
-from manager.agent_report import AgentReport
 from manager.api.bodies import RefuseNulBytes
-from manager.api.errors import install_error_handlers
+from manager.api.errors import error_responses, install_error_handlers
+from manager.api.openapi import documented
 from manager.api.routers import clusters, health, queues, reports, workloads
-from manager.api.schemas import ClusterCreate, Nominations
 from manager.runtime import ManagerRuntime
 
 
@@ -33,28 +31,13 @@ def create_app(open_runtime: Callable[[], Awaitable[ManagerRuntime]]) -> FastAPI
         version="1",
         description="Multi-cluster dispatcher speaking Kueue's API; state in Postgres.",
         lifespan=lifespan,
+        # RefuseNulBytes answers a NUL byte in any path or query with a 400.
+        responses=error_responses(400),
     )
     install_error_handlers(app)
     app.add_middleware(RefuseNulBytes)
     for router in (clusters.router, reports.router, workloads.router, queues.router, health.router):
         app.include_router(router)
 
-    original = app.openapi
-
-    def openapi() -> dict[str, object]:
-        schema = original()
-        components = schema.setdefault("components", {}).setdefault("schemas", {})
-        # Bodies the routes read themselves (manager.api.bodies) are not in FastAPI's schema.
-        body_models: tuple[type[BaseModel], ...] = (AgentReport, ClusterCreate, Nominations)
-        for model in body_models:
-            components.setdefault(
-                model.__name__,
-                model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}"),
-            )
-            defs = components[model.__name__].pop("$defs", {})
-            for key, value in defs.items():
-                components.setdefault(key, value)
-        return schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = documented(app.openapi)  # type: ignore[method-assign]
     return app

@@ -80,15 +80,19 @@ async def read_document(request: Request, *, yaml_allowed: bool = False) -> Any:
     return parse_document(raw, content_type, yaml_allowed=yaml_allowed)
 
 
-def body_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """`openapi_extra` documenting a body the route reads itself (see the module docstring);
-    create_app adds the model's schema to the components."""
+def body_schema(model: type[BaseModel] | str, *, yaml_allowed: bool = False) -> dict[str, Any]:
+    """`openapi_extra` documenting a body the route reads itself (see the module docstring):
+    a model, or the name of a schema in manager.api.manifests; manager.api.openapi adds either
+    to the components. `yaml_allowed` as the route passes it to read_document."""
+    name = model if isinstance(model, str) else model.__name__
+    media_types = (
+        ("application/json", "application/yaml") if yaml_allowed else ("application/json",)
+    )
+    reference = {"$ref": f"#/components/schemas/{name}"}
     return {
         "requestBody": {
             "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
-            },
+            "content": {media_type: {"schema": reference} for media_type in media_types},
         }
     }
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from manager.api.params import CLUSTER_NAME_PATTERN
 
 T = TypeVar("T")
 
@@ -20,9 +22,16 @@ class Page(Wire, Generic[T]):
     continue_: str | None = Field(default=None, alias="continue")
 
 
+ClusterNameText = Annotated[str, Field(min_length=1, max_length=253, pattern=CLUSTER_NAME_PATTERN)]
+
+
 class ClusterCreate(Wire):
-    name: str = Field(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-    kubeconfig: str | dict[str, Any]
+    name: ClusterNameText
+    kubeconfig: str | dict[str, Any] = Field(
+        description="A kubeconfig (apiVersion v1, kind Config), or its YAML text: its current "
+        "context (or its only one) names a cluster with an http(s) server, and a user without "
+        "exec, auth-provider or tokenFile"
+    )
 
 
 class ClusterCreated(Wire):
@@ -86,7 +95,7 @@ class WorkloadOut(Wire):
 
 
 class Nominations(Wire):
-    clusters: list[str] = Field(max_length=20)
+    clusters: list[ClusterNameText] = Field(max_length=20)
 
 
 class QueuedWorkload(Wire):

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from manager.db.session import SessionFactory
 from manager.db.tables import ClusterRow
 
 
@@ -16,14 +17,14 @@ async def add_cluster(
     *,
     name: str,
     kubeconfig_encrypted: bytes,
-    token_sha256: str,
+    token_digest: str,
     source: str,
     now: datetime,
 ) -> ClusterRow:
     row = ClusterRow(
         name=name,
         kubeconfig_encrypted=kubeconfig_encrypted,
-        token_sha256=token_sha256,
+        token_digest=token_digest,
         source=source,
         state="Pending",
         lost=False,
@@ -32,6 +33,16 @@ async def add_cluster(
     session.add(row)
     await session.flush()
     return row
+
+
+async def upgrade_token_digest(sessions: SessionFactory, name: str, old: str, new: str) -> None:
+    """Store `new` in place of a digest of an older kind, unless the token changed since."""
+    async with sessions.begin() as session:
+        await session.execute(
+            update(ClusterRow)
+            .where(ClusterRow.name == name, ClusterRow.token_digest == old)
+            .values(token_digest=new)
+        )
 
 
 async def get_cluster(session: AsyncSession, name: str) -> ClusterRow | None:

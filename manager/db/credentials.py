@@ -1,4 +1,4 @@
-"""Encryption of stored kubeconfigs and hashing of agent tokens."""
+"""Encryption of stored kubeconfigs and keyed hashing of agent tokens."""
 
 from __future__ import annotations
 
@@ -43,9 +43,30 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+_HMAC_PREFIX = "hmac-sha256:"
 
 
-def token_matches(token: str, digest: str) -> bool:
-    return hmac.compare_digest(token_digest(token), digest)
+class TokenHasher:
+    """Agent tokens as they are stored: an HMAC-SHA256 keyed by the server's secret.
+
+    A stolen database alone (a dump, a backup) then neither gives a token nor lets one be
+    checked offline: the key is derived from MKQ_ENCRYPTION_KEY, which never touches the
+    database. Digests from before (plain sha256 hex) still match, and `needs_upgrade` tells
+    the caller to store the keyed digest instead.
+    """
+
+    def __init__(self, secret: str) -> None:
+        self._key = hmac.new(secret.encode(), b"mkq agent tokens v1", hashlib.sha256).digest()
+
+    def digest(self, token: str) -> str:
+        mac = hmac.new(self._key, token.encode(), hashlib.sha256).hexdigest()
+        return _HMAC_PREFIX + mac
+
+    def matches(self, token: str, stored: str) -> bool:
+        if stored.startswith(_HMAC_PREFIX):
+            return hmac.compare_digest(self.digest(token), stored)
+        return hmac.compare_digest(hashlib.sha256(token.encode()).hexdigest(), stored)
+
+    @staticmethod
+    def needs_upgrade(stored: str) -> bool:
+        return not stored.startswith(_HMAC_PREFIX)

@@ -6,6 +6,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import CursorResult, Executable, event
+from sqlalchemy import exc as sqlalchemy_exc
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 from sqlalchemy.ext.asyncio import AsyncSession as AsyncSession
@@ -101,3 +102,36 @@ async def execute_core(session: AsyncSession, statement: Executable) -> CursorRe
         await session.flush()
     connection = await session.connection()
     return await connection.execute(statement)
+
+
+# asyncpg's answers that mean "no database right now", not "this statement is wrong": the
+# server refuses connections while it starts or shuts down (57P01-57P03), or a connection broke.
+_UNAVAILABLE_ASYNCPG = (
+    "CannotConnectNowError",
+    "AdminShutdownError",
+    "CrashShutdownError",
+    "ConnectionDoesNotExistError",
+    "ConnectionFailureError",
+    "ClientCannotConnectError",
+    "PostgresConnectionError",
+    "InterfaceError",
+    "TooManyConnectionsError",
+)
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """Whether `error` (or what it wraps) says the database cannot be reached just now: a
+    client should retry later (503), it is not a fault of the request or of the manager."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sqlalchemy_exc.DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, (OSError, TimeoutError, sqlalchemy_exc.TimeoutError)):
+            return True
+        if any(c.__name__ in _UNAVAILABLE_ASYNCPG for c in type(current).__mro__):
+            return True
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__
+    return False

@@ -64,8 +64,8 @@ class ClusterRow(Base):
     name: Mapped[str] = mapped_column(String(253), unique=True)
     # Fernet token of the kubeconfig YAML; the key comes from MKQ_ENCRYPTION_KEY.
     kubeconfig_encrypted: Mapped[bytes] = mapped_column(LargeBinary)
-    # sha256 of the agent token handed out once at registration.
-    token_sha256: Mapped[str] = mapped_column(String(64))
+    # Keyed digest of the agent token handed out once at registration (credentials.TokenHasher).
+    token_digest: Mapped[str] = mapped_column(String(128))
     # Where the cluster came from: "api" (REST) or "multikueue" (a MultiKueueCluster object).
     source: Mapped[str] = mapped_column(String(32), default="api")
     state: Mapped[str] = mapped_column(String(32), default="Pending")

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -161,6 +162,10 @@ class Dispatcher:
         self._change_listeners: list[Callable[[], None]] = []
         # Workload id -> when (loop time) its copy was first seen finished ahead of its Job.
         self._job_end_seen: dict[int, float] = {}
+        # Writes to a worker that no reconcile waits for (a copy sent, a loser's copies
+        # removed), the last per (cluster, workload key), each after the one before it: a
+        # worker that hangs delays its own copies, never another cluster's Job.
+        self._remote_ops: dict[tuple[str, Key], tuple[str, asyncio.Task[None]]] = {}
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call `callback` after the dispatcher commits a change of some workload's state."""
@@ -208,6 +213,11 @@ class Dispatcher:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        operations = [task for _, task in self._remote_ops.values()]
+        for task in operations:
+            task.cancel()
+        await asyncio.gather(*operations, return_exceptions=True)
+        self._remote_ops.clear()
         self._queue.close()
         await asyncio.gather(*(c.stop() for c in self.connections.values()))
         self.connections.clear()
@@ -415,10 +425,71 @@ class Dispatcher:
         else:
             await self._dispatch(row)
 
+    def _in_background(
+        self,
+        conn: ClusterConnection,
+        row: WorkloadRecord,
+        kind: str,
+        work: Callable[[], Awaitable[object]],
+    ) -> None:
+        """Run `work` (a write to `conn` about `row`) without holding the reconcile, after the
+        operation before it on the same copy; a failure reconciles the workload again."""
+        key = (conn.name, (row.namespace, row.workload_name))
+        previous = self._remote_ops.get(key)
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.wait({previous[1]})
+            try:
+                await work()
+            except Unreachable as error:
+                log.info("workload %s: %s %s: %s", row.id, kind, conn.name, error)
+                self._queue.add_after(row.id, 2.0)
+            except ApiException as error:
+                log.warning(
+                    "workload %s: %s %s: %s", row.id, kind, conn.name, status_message(error)
+                )
+                self._queue.add_after(row.id, 2.0)
+            except Exception:
+                log.exception("workload %s: %s %s failed", row.id, kind, conn.name)
+                self._queue.add_after(row.id, 5.0)
+            finally:
+                if self._remote_ops.get(key, (None, None))[1] is task:
+                    del self._remote_ops[key]
+
+        task = asyncio.create_task(run(), name=f"dispatcher-{kind}-{conn.name}")
+        self._remote_ops[key] = (kind, task)
+
+    def _pending_op(self, conn: ClusterConnection, row: WorkloadRecord) -> str | None:
+        entry = self._remote_ops.get((conn.name, (row.namespace, row.workload_name)))
+        return entry[0] if entry is not None else None
+
+    def _has_copies(self, row: WorkloadRecord, conn: ClusterConnection) -> bool:
+        wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
+        jobs = JOB_CACHES[row.kind]
+        return (
+            wkey in conn.caches[WORKLOADS]
+            or jkey in conn.caches[jobs]
+            or (conn.name, WORKLOADS, wkey) in self._expected
+            or (conn.name, jobs, jkey) in self._expected
+            or self._pending_op(conn, row) == "send"
+        )
+
+    def _remove_copies_soon(self, row: WorkloadRecord, conn: ClusterConnection) -> None:
+        """The copies in `conn` of a workload that does not need them go in the background."""
+        if self._pending_op(conn, row) != "remove" and self._has_copies(row, conn):
+            self._in_background(conn, row, "remove", lambda: self._delete_copies(row, conn))
+
     async def _delete_copies(self, row: WorkloadRecord, conn: ClusterConnection) -> bool:
-        """Delete the workload's Workload and Job copies in one cluster; True if any was there."""
+        """Delete the workload's Workload and Job copies in one cluster; True if any was there.
+
+        A copy still being sent there is waited for first, so it is not created after this.
+        """
         found = False
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
+        pending = self._remote_ops.get((conn.name, wkey))
+        if pending is not None and pending[1] is not asyncio.current_task():
+            await asyncio.wait({pending[1]})
         jobs = JOB_CACHES[row.kind]
         if jkey in conn.caches[jobs] or (conn.name, jobs, jkey) in self._expected:
             await conn.delete_job(row.namespace, row.name, kind=jobs)
@@ -528,10 +599,11 @@ class Dispatcher:
                     None,
                 )
             return
-        # Every other copy goes before the Job is created in the winner.
+        # Every other copy goes, in the background: only the winner ever gets a Job, and a
+        # loser that hangs must not hold it (the GC removes what a failed delete leaves).
         for name, other in self.ready_connections().items():
             if name != row.cluster:
-                await self._delete_copies(row, other)
+                self._remove_copies_soon(row, other)
         now = self._clock.now()
         changes: dict[str, Any] = {}
         if not job_live:
@@ -723,7 +795,7 @@ class Dispatcher:
         # Copies in clusters without an active attempt are stale (an earlier try): remove them.
         for name, conn in ready.items():
             if name not in active:
-                await self._delete_copies(row, conn)
+                self._remove_copies_soon(row, conn)
         now = self._clock.now()
         # Clusters that refused the workload's copy are not asked again (for a while, or for
         # good when the copy itself was refused): dispatch.refusals.
@@ -785,7 +857,7 @@ class Dispatcher:
                 return
         for name in withdrawn:
             if name in ready and name not in targets:
-                await self._delete_copies(row, ready[name])
+                self._remove_copies_soon(row, ready[name])
         body = workload_copy(
             row.manifest,
             workload_name=row.workload_name,
@@ -796,9 +868,17 @@ class Dispatcher:
         missing = [
             n
             for n in targets
-            if wkey not in ready[n].caches[WORKLOADS] and (n, WORKLOADS, wkey) not in self._expected
+            if wkey not in ready[n].caches[WORKLOADS]
+            and (n, WORKLOADS, wkey) not in self._expected
+            and self._pending_op(ready[n], row) != "send"
         ]
-        await asyncio.gather(*(self._send_copy(ready[n], body, row) for n in missing))
+        # Sent in the background: a worker that hangs on its copy holds neither this
+        # reconcile nor the election of a copy another worker admits meanwhile.
+        for name in missing:
+            conn = ready[name]
+            self._in_background(
+                conn, row, "send", functools.partial(self._send_copy, conn, body, row)
+            )
         if choice.recheck_at is not None:
             delay = (choice.recheck_at - now).total_seconds()
             self._queue.add_after(row.id, min(max(delay, 0.5), self.settings.resync_seconds))

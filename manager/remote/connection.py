@@ -146,6 +146,9 @@ class ClusterConnection:
         self._bucket = TokenBucket(settings.qps, settings.burst)
         self._api: client.ApiClient | None = None
         self._task: asyncio.Task[None] | None = None
+        # Set by a write that got no answer in time: the health probe asks at once instead of
+        # at its next period, so a hung API server is Unreachable within probe_timeout.
+        self._probe_now = asyncio.Event()
         self.state = states.CLUSTER_PENDING
         self.reason: str | None = None
         self.message: str | None = None
@@ -337,7 +340,9 @@ class ClusterConnection:
         assert self._api is not None
         versions = client.VersionApi(self._api)
         while True:
-            await asyncio.sleep(self._settings.probe_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._probe_now.wait(), self._settings.probe_seconds)
+            self._probe_now.clear()
             try:
                 await asyncio.wait_for(versions.get_code(), self._settings.probe_timeout)
             except (aiohttp.ClientError, TimeoutError, OSError, ApiException) as error:
@@ -434,6 +439,7 @@ class ClusterConnection:
                 return None
             return result
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            self._probe_now.set()
             raise Unreachable("ClientConnectionFailed", f"{verb}: {error!r}") from error
 
     async def create_workload(self, body: dict[str, Any]) -> dict[str, Any] | None:

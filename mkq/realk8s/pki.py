@@ -9,14 +9,15 @@ user name its bootstrap RBAC role expects, and the ServiceAccount signing key pa
 from __future__ import annotations
 
 import datetime
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from kueue_api.certs import builder, key_pem, new_ca, san_entries, subject
 
 VALIDITY = datetime.timedelta(days=365)
 # The first address of kube-apiserver's --service-cluster-ip-range: the `kubernetes` Service.
@@ -74,13 +75,7 @@ class Pki:
         return self.directory / f"{client}.key"
 
 
-def _name(common_name: str, organizations: tuple[str, ...] = ()) -> x509.Name:
-    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
-    return x509.Name(attributes)
-
-
-def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
+def _write_key(path: Path, key: rsa.RSAPrivateKey) -> None:
     path.write_bytes(
         key.private_bytes(
             serialization.Encoding.PEM,
@@ -91,77 +86,44 @@ def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) 
     path.chmod(0o600)
 
 
-def _write_cert(path: Path, cert: x509.Certificate) -> None:
-    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-
-
-def _builder(subject: x509.Name, issuer: x509.Name, public_key: object) -> x509.CertificateBuilder:
-    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(public_key)  # type: ignore[arg-type]
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + VALIDITY)
-    )
-
-
 def create_pki(directory: Path, cluster: str) -> Pki:
     """Write a fresh CA and every certificate and key the cluster's processes use."""
     directory.mkdir(parents=True, exist_ok=True)
     pki = Pki(directory)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name(f"{cluster}-ca")
-    ca = (
-        _builder(ca_name, ca_name, ca_key.public_key())
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    _write_key(pki.ca_key, ca_key)
-    _write_cert(pki.ca_cert, ca)
+    now = datetime.datetime.now(datetime.UTC)
+    ca = new_ca(f"{cluster}-ca", now, VALIDITY)
+    pki.ca_key.write_bytes(ca.key_pem)
+    pki.ca_key.chmod(0o600)
+    pki.ca_cert.write_bytes(ca.cert_pem)
+    ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
 
     def issue(
         cert_path: Path,
         key_path: Path,
-        subject: x509.Name,
+        subject_name: x509.Name,
         usage: x509.ObjectIdentifier,
         names: list[x509.GeneralName] | None = None,
     ) -> None:
         key = ec.generate_private_key(ec.SECP256R1())
-        builder = _builder(subject, ca_name, key.public_key()).add_extension(
-            x509.ExtendedKeyUsage([usage]), critical=False
-        )
+        cert_builder = builder(
+            subject_name, ca.certificate.subject, key.public_key(), now, VALIDITY
+        ).add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         if names:
-            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-        _write_key(key_path, key)
-        _write_cert(cert_path, builder.sign(ca_key, hashes.SHA256()))
+            cert_builder = cert_builder.add_extension(
+                x509.SubjectAlternativeName(names), critical=False
+            )
+        key_path.write_bytes(key_pem(key))
+        key_path.chmod(0o600)
+        cert_path.write_bytes(
+            cert_builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+        )
 
-    serving_names: list[x509.GeneralName] = [x509.DNSName("localhost")]
-    serving_names += [x509.DNSName(n) for n in SERVICE_NAMES]
-    serving_names += [
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-        x509.IPAddress(ipaddress.ip_address(SERVICE_IP)),
-    ]
+    serving_names = san_entries(["localhost", *SERVICE_NAMES, "127.0.0.1", SERVICE_IP])
     issue(
         pki.serving_cert,
         pki.serving_key,
-        _name("kube-apiserver"),
+        subject("kube-apiserver"),
         ExtendedKeyUsageOID.SERVER_AUTH,
         serving_names,
     )
@@ -169,7 +131,7 @@ def create_pki(directory: Path, cluster: str) -> Pki:
         issue(
             pki.client_cert(client),
             pki.client_key(client),
-            _name(user, groups),
+            subject(user, groups),
             ExtendedKeyUsageOID.CLIENT_AUTH,
         )
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)

@@ -194,3 +194,13 @@ async def ledgers() -> AsyncIterator[Callable[[System], Any]]:
     yield open_for
     for ledger in opened:
         await ledger.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from tests.e2e import fault_report
+
+    if fault_report.MEASUREMENTS:
+        terminalreporter.section("fault recovery (tests/e2e/test_faults.py)")
+        for line in fault_report.lines():
+            terminalreporter.write_line(line)
+        fault_report.write_if_asked()

@@ -154,3 +154,10 @@ async def copies_everywhere(
         if left:
             found[cluster] = left
     return found
+
+
+def ran_once(ledger: Any, name: str, cluster: str, manifest: dict[str, Any]) -> None:
+    """Its pods succeeded in `cluster` only, `completions` of them (namespace team-a)."""
+    succeeded = ledger.succeeded.get(f"team-a/{name}", set())
+    assert {pod.split("/", 1)[0] for pod in succeeded} == {cluster}, (name, succeeded)
+    assert len(succeeded) == int(manifest["spec"]["completions"]), (name, succeeded)

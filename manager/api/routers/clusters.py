@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import yaml
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
 from kueue_api.documents import DocumentError, load_yaml
 from manager.api.bodies import body_schema, read_document
 from manager.api.deps import Runtime, User
-from manager.api.errors import ApiError, invalid_body
-from manager.api.pagination import decode_continue, encode_continue
+from manager.api.errors import USER_ROUTE_ERRORS, ApiError, error_responses, invalid_body
+from manager.api.pagination import ContinueToken, decode_continue, encode_continue
+from manager.api.params import ClusterName, Limit
 from manager.api.schemas import ClusterCreate, ClusterCreated, ClusterOut, Page
 from manager.api.views import cluster_view
 from manager.db import clusters as queries
-from manager.db.credentials import new_token, token_digest
+from manager.db.credentials import new_token
 from manager.db.events import append_event
 from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 
-router = APIRouter(prefix="/api/v1/clusters", tags=["clusters"])
+router = APIRouter(prefix="/api/v1/clusters", tags=["clusters"], responses=USER_ROUTE_ERRORS)
 
 
 @router.post(
@@ -29,6 +28,7 @@ router = APIRouter(prefix="/api/v1/clusters", tags=["clusters"])
     status_code=201,
     response_model=ClusterCreated,
     response_model_by_alias=True,
+    responses=error_responses(409, 413, 422),
     openapi_extra=body_schema(ClusterCreate),
 )
 async def register_cluster(request: Request, runtime: Runtime, _: User) -> ClusterCreated:
@@ -70,7 +70,7 @@ async def register_cluster(request: Request, runtime: Runtime, _: User) -> Clust
                 session,
                 name=body.name,
                 kubeconfig_encrypted=runtime.cipher.encrypt(yaml.safe_dump(config)),
-                token_sha256=token_digest(token),
+                token_digest=runtime.tokens.digest(token),
                 source="api",
                 now=now,
             )
@@ -89,12 +89,10 @@ async def register_cluster(request: Request, runtime: Runtime, _: User) -> Clust
 async def list_clusters(
     runtime: Runtime,
     _: User,
-    limit: int = 100,
-    continue_: Annotated[str | None, Query(alias="continue")] = None,
+    limit: Limit = 100,
+    continue_: ContinueToken = None,
 ) -> Page[ClusterOut]:
     after = decode_continue(continue_)
-    if not 1 <= limit <= 1000:
-        raise ApiError(400, "BadRequest", "limit must be between 1 and 1000", "limit")
     async with runtime.sessions() as session:
         rows = [r for r in await queries.list_clusters(session) if r.id > after]
     page = rows[:limit]
@@ -105,8 +103,13 @@ async def list_clusters(
     )
 
 
-@router.get("/{name}", response_model=ClusterOut, response_model_by_alias=True)
-async def get_cluster(name: str, runtime: Runtime, _: User) -> ClusterOut:
+@router.get(
+    "/{name}",
+    response_model=ClusterOut,
+    response_model_by_alias=True,
+    responses=error_responses(404),
+)
+async def get_cluster(name: ClusterName, runtime: Runtime, _: User) -> ClusterOut:
     async with runtime.sessions() as session:
         row = await queries.get_cluster(session, name)
     if row is None:
@@ -114,8 +117,8 @@ async def get_cluster(name: str, runtime: Runtime, _: User) -> ClusterOut:
     return cluster_view(row)
 
 
-@router.delete("/{name}", status_code=204)
-async def delete_cluster(name: str, runtime: Runtime, _: User) -> Response:
+@router.delete("/{name}", status_code=204, responses=error_responses(404))
+async def delete_cluster(name: ClusterName, runtime: Runtime, _: User) -> Response:
     """Forget a worker; workloads it held are dispatched again elsewhere."""
     async with runtime.sessions() as session:
         if await queries.get_cluster(session, name) is None:
@@ -129,8 +132,13 @@ async def delete_cluster(name: str, runtime: Runtime, _: User) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/{name}/token", response_model=ClusterCreated, response_model_by_alias=True)
-async def rotate_token(name: str, runtime: Runtime, _: User) -> ClusterCreated:
+@router.post(
+    "/{name}/token",
+    response_model=ClusterCreated,
+    response_model_by_alias=True,
+    responses=error_responses(404),
+)
+async def rotate_token(name: ClusterName, runtime: Runtime, _: User) -> ClusterCreated:
     """A new agent token for the cluster (the old one stops working), shown only this once.
 
     Clusters defined by MultiKueueCluster objects get their agent token this way.
@@ -140,7 +148,7 @@ async def rotate_token(name: str, runtime: Runtime, _: User) -> ClusterCreated:
         row = await queries.get_cluster(session, name)
         if row is None:
             raise ApiError(404, "NotFound", f"cluster {name!r} not found", "name")
-        row.token_sha256 = token_digest(token)
+        row.token_digest = runtime.tokens.digest(token)
         await append_event(
             session,
             at=runtime.clock.now(),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
+from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 
-from manager.api.deps import Runtime
-from manager.api.errors import ApiError
+from manager.api.deps import MetricsReader, Runtime
+from manager.api.errors import ApiError, error_responses
 from manager.db import workloads as queries
 
 router = APIRouter(tags=["health"])
@@ -18,7 +19,7 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz")
+@router.get("/readyz", responses=error_responses(503))
 async def readyz(runtime: Runtime) -> dict[str, str]:
     """Ready when the database answers and the dispatcher runs."""
     try:
@@ -31,8 +32,9 @@ async def readyz(runtime: Runtime) -> dict[str, str]:
     return {"status": "ready"}
 
 
-@router.get("/metrics")
-async def metrics(runtime: Runtime) -> Response:
+@router.get("/metrics", response_class=PlainTextResponse, responses=error_responses(401, 503))
+async def metrics(runtime: Runtime, _: MetricsReader) -> Response:
+    """Prometheus metrics, for the API token or MKQ_METRICS_TOKEN (MKQ_METRICS_PUBLIC: anyone)."""
     async with runtime.sessions() as session:
         rows = await queries.pending_by_queue(session)
     runtime.metrics.pending.clear()

@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from manager.api.deps import Runtime, User
+from manager.api.errors import USER_ROUTE_ERRORS
 from manager.api.schemas import Page, QueuedWorkload, QueueOut
 from manager.db import workloads as queries
 
-router = APIRouter(prefix="/api/v1/queues", tags=["queues"])
+router = APIRouter(prefix="/api/v1/queues", tags=["queues"], responses=USER_ROUTE_ERRORS)
 
 
 @router.get("", response_model=Page[QueueOut], response_model_by_alias=True)

@@ -2,36 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Header, Request
+from fastapi import APIRouter, Request
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
 from manager.agent_report import AgentReport, ReportAck
 from manager.api.bodies import body_schema, read_document
-from manager.api.deps import Runtime, bearer_token
-from manager.api.errors import ApiError, invalid_body
+from manager.api.deps import AgentCredentials, Runtime, bearer_token
+from manager.api.errors import ApiError, error_responses, invalid_body
+from manager.api.params import ClusterName
 from manager.db import clusters as cluster_queries
-from manager.db.credentials import token_matches
 from manager.dispatch.reports import apply_report
 
 router = APIRouter(prefix="/api/v1/clusters", tags=["reports"])
 
 
-@router.post("/{name}/reports", response_model=ReportAck, openapi_extra=body_schema(AgentReport))
+@router.post(
+    "/{name}/reports",
+    response_model=ReportAck,
+    # 401 for a cluster that does not exist too: no answer tells which names exist.
+    responses=error_responses(401, 413, 422, 503),
+    openapi_extra=body_schema(AgentReport),
+)
 async def receive_report(
-    name: str,
-    request: Request,
-    runtime: Runtime,
-    authorization: Annotated[str | None, Header()] = None,
+    name: ClusterName, request: Request, runtime: Runtime, credentials: AgentCredentials
 ) -> ReportAck:
     """An agent's report; accepted only with the token its cluster got at registration."""
-    token = bearer_token(authorization)
+    token = bearer_token(credentials)
     async with runtime.sessions() as session:
         cluster = await cluster_queries.get_cluster(session, name)
-    if cluster is None or not token_matches(token, cluster.token_sha256):
+    if cluster is None or not runtime.tokens.matches(token, cluster.token_digest):
         raise ApiError(401, "Unauthorized", f"not a valid agent token for cluster {name!r}")
+    if runtime.tokens.needs_upgrade(cluster.token_digest):
+        await cluster_queries.upgrade_token_digest(
+            runtime.sessions, name, cluster.token_digest, runtime.tokens.digest(token)
+        )
     document = await read_document(request)
     try:
         report = AgentReport.model_validate(document)

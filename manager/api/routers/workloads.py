@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
@@ -13,8 +12,17 @@ from sqlalchemy.exc import IntegrityError
 from manager import states
 from manager.api.bodies import body_schema, read_document
 from manager.api.deps import Runtime, User
-from manager.api.errors import ApiError, invalid_body
-from manager.api.pagination import decode_continue, encode_continue
+from manager.api.errors import USER_ROUTE_ERRORS, ApiError, error_responses, invalid_body
+from manager.api.pagination import ContinueToken, decode_continue, encode_continue
+from manager.api.params import (
+    ClusterFilter,
+    JobName,
+    Limit,
+    Namespace,
+    NamespaceFilter,
+    QueueFilter,
+    StateFilter,
+)
 from manager.api.schemas import Nominations, Page, WorkloadOut
 from manager.api.views import workload_view
 from manager.db import workloads as queries
@@ -30,7 +38,7 @@ from manager.jobs import (
 )
 from manager.remote.connection import LOCAL_QUEUES, Unreachable
 
-router = APIRouter(prefix="/api/v1/workloads", tags=["workloads"])
+router = APIRouter(prefix="/api/v1/workloads", tags=["workloads"], responses=USER_ROUTE_ERRORS)
 
 
 async def _queue_exists(runtime: Runtime, namespace: str, queue: str) -> bool | None:
@@ -75,7 +83,14 @@ async def _priority(runtime: Runtime, name: str | None) -> int:
     )
 
 
-@router.post("", status_code=201, response_model=WorkloadOut, response_model_by_alias=True)
+@router.post(
+    "",
+    status_code=201,
+    response_model=WorkloadOut,
+    response_model_by_alias=True,
+    responses=error_responses(409, 413, 422),
+    openapi_extra=body_schema("JobManifest", yaml_allowed=True),
+)
 async def submit_workload(request: Request, runtime: Runtime, _: User) -> WorkloadOut:
     """Submit a batch/v1 Job or JobSet manifest (JSON or YAML) carrying the queue-name label."""
     try:
@@ -122,19 +137,17 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
 async def list_workloads(
     runtime: Runtime,
     _: User,
-    state: str | None = None,
-    queue: str | None = None,
-    cluster: str | None = None,
-    namespace: str | None = None,
-    limit: int = 100,
-    continue_: Annotated[str | None, Query(alias="continue")] = None,
+    state: StateFilter = None,
+    queue: QueueFilter = None,
+    cluster: ClusterFilter = None,
+    namespace: NamespaceFilter = None,
+    limit: Limit = 100,
+    continue_: ContinueToken = None,
 ) -> Page[WorkloadOut]:
     if state is not None and state not in states.WORKLOAD_STATES:
         raise ApiError(
             400, "BadRequest", f"state must be one of {', '.join(states.WORKLOAD_STATES)}", "state"
         )
-    if not 1 <= limit <= 1000:
-        raise ApiError(400, "BadRequest", "limit must be between 1 and 1000", "limit")
     after = decode_continue(continue_)
     where = queries.WorkloadFilter(state=state, queue=queue, cluster=cluster, namespace=namespace)
     async with runtime.sessions() as session:
@@ -154,8 +167,15 @@ async def _load(runtime: Runtime, namespace: str, name: str) -> WorkloadRow:
     return row
 
 
-@router.get("/{namespace}/{name}", response_model=WorkloadOut, response_model_by_alias=True)
-async def get_workload(namespace: str, name: str, runtime: Runtime, _: User) -> WorkloadOut:
+@router.get(
+    "/{namespace}/{name}",
+    response_model=WorkloadOut,
+    response_model_by_alias=True,
+    responses=error_responses(404),
+)
+async def get_workload(
+    namespace: Namespace, name: JobName, runtime: Runtime, _: User
+) -> WorkloadOut:
     """The workload with every dispatch attempt and its event history."""
     row = await _load(runtime, namespace, name)
     async with runtime.sessions() as session:
@@ -163,8 +183,15 @@ async def get_workload(namespace: str, name: str, runtime: Runtime, _: User) -> 
     return workload_view(row, events)
 
 
-@router.delete("/{namespace}/{name}", response_model=WorkloadOut, response_model_by_alias=True)
-async def cancel_workload(namespace: str, name: str, runtime: Runtime, _: User) -> WorkloadOut:
+@router.delete(
+    "/{namespace}/{name}",
+    response_model=WorkloadOut,
+    response_model_by_alias=True,
+    responses=error_responses(404),
+)
+async def cancel_workload(
+    namespace: Namespace, name: JobName, runtime: Runtime, _: User
+) -> WorkloadOut:
     """Cancel: every remote copy is removed; a finished workload stays as it ended."""
     row = await _load(runtime, namespace, name)
     if row.state not in states.FINAL_STATES and not row.cancel_requested:
@@ -188,10 +215,11 @@ async def cancel_workload(namespace: str, name: str, runtime: Runtime, _: User) 
     "/{namespace}/{name}/nominations",
     response_model=WorkloadOut,
     response_model_by_alias=True,
+    responses=error_responses(404, 413, 422),
     openapi_extra=body_schema(Nominations),
 )
 async def nominate_clusters(
-    namespace: str, name: str, request: Request, runtime: Runtime, _: User
+    namespace: Namespace, name: JobName, request: Request, runtime: Runtime, _: User
 ) -> WorkloadOut:
     """For the External dispatcher: the clusters that should get a copy."""
     try:
@@ -207,8 +235,12 @@ async def nominate_clusters(
     return workload_view(await _load(runtime, namespace, name))
 
 
-@router.get("/{namespace}/{name}/logs", response_class=PlainTextResponse)
-async def workload_logs(namespace: str, name: str, runtime: Runtime, _: User) -> str:
+@router.get(
+    "/{namespace}/{name}/logs",
+    response_class=PlainTextResponse,
+    responses=error_responses(404, 409, 503),
+)
+async def workload_logs(namespace: Namespace, name: JobName, runtime: Runtime, _: User) -> str:
     """Pod logs from the cluster that ran the workload."""
     row = await _load(runtime, namespace, name)
     if row.cluster is None:
@@ -216,5 +248,8 @@ async def workload_logs(namespace: str, name: str, runtime: Runtime, _: User) ->
     conn = runtime.dispatcher.ready_connections().get(row.cluster)
     if conn is None:
         raise ApiError(503, "ClusterUnavailable", f"cluster {row.cluster} is not connected")
-    logs = await conn.pod_logs(namespace, name, row.kind)
+    try:
+        logs = await conn.pod_logs(namespace, name, row.kind)
+    except Unreachable as error:
+        raise ApiError(503, "ClusterUnavailable", error.message) from error
     return "".join(f"==> {pod} <==\n{text}\n" for pod, text in logs)

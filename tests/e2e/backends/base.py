@@ -15,6 +15,8 @@ from typing import Protocol
 
 import httpx
 
+from tests.fault_proxy import FaultProxy
+
 # The two workers every backend provides, named as in deploy/examples/.
 CPU_WORKER = "worker-cpu"  # CPU pool; its queues preempt lower priorities
 TAS_WORKER = "worker-tas"  # nodes labelled block/rack/host; its flavor has a Topology
@@ -48,6 +50,23 @@ class System(Protocol):
 
     async def make_unreachable(self, worker: str) -> None:
         """The worker cluster stops answering, as a cluster lost to a network split would."""
+
+    async def freeze(self, worker: str) -> None:
+        """The worker's API server and its agent stop, as a process does under SIGSTOP:
+        connections stay open and nothing answers (kubesim: the manager's link stalls)."""
+
+    async def thaw(self, worker: str) -> None:
+        """What `freeze` stopped goes on."""
+
+    def link(self, worker: str) -> FaultProxy:
+        """The proxy the manager reaches the worker through: `cut()`, `stall()`, `restore()`."""
+
+    async def kill_agent(self, worker: str) -> None:
+        """The worker's agent dies at once (SIGKILL; kubesim: cancelled mid-flight), its
+        Lease left to expire."""
+
+    async def start_agent(self, worker: str) -> None:
+        """A new agent for the worker (it takes the Lease over when the old one expires)."""
 
     def manager_stopped(self) -> AbstractAsyncContextManager[None]:
         """The manager (API and dispatcher) is down inside the block, and starts again on the

@@ -38,6 +38,7 @@ from cryptography.fernet import Fernet
 from mkq.demo.manifests import EXAMPLES, read_documents
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
 from tests.e2e.backends.setup import manager_setup, run_command, token_secret_kubeconfig
+from tests.fault_proxy import FaultProxy
 
 REPO = EXAMPLES.parents[1]
 DEPLOY = REPO / "deploy"
@@ -552,6 +553,25 @@ class KindSystem:
     async def make_unreachable(self, worker: str) -> None:
         await asyncio.to_thread(self.environment.pause, worker)
         self.paused.add(worker)
+
+    async def freeze(self, worker: str) -> None:
+        await self.make_unreachable(worker)
+
+    async def thaw(self, worker: str) -> None:
+        await asyncio.to_thread(self.environment.unpause, worker)
+        self.paused.discard(worker)
+
+    def link(self, worker: str) -> FaultProxy:
+        raise NotImplementedError(
+            "kind: the manager runs in the manager cluster and reaches the workers over "
+            "Docker's network, where no test proxy stands; run the link faults on kubesim or real"
+        )
+
+    async def kill_agent(self, worker: str) -> None:
+        raise NotImplementedError("kind: kill the agent's pod with kubectl delete --force")
+
+    async def start_agent(self, worker: str) -> None:
+        raise NotImplementedError("kind: the agent's Deployment starts a new pod by itself")
 
     @contextlib.asynccontextmanager
     async def manager_stopped(self) -> AsyncIterator[None]:

@@ -7,12 +7,14 @@ manager settings a test asks for, on the Postgres database the test module owns.
 from __future__ import annotations
 
 import contextlib
+import copy
 import secrets
 import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import uvicorn
 from cryptography.fernet import Fernet
@@ -34,6 +36,7 @@ from mkq.demo.system import (
 )
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
 from tests.e2e.backends.setup import manager_setup
+from tests.fault_proxy import FaultProxy
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import KubeClient
 
@@ -47,6 +50,8 @@ BASE_SETTINGS: dict[str, Any] = {
     "reconnect_base_seconds": 0.2,
     "reconnect_cap_seconds": 1.0,
     "capacity_freshness_seconds": 30.0,
+    "health_probe_seconds": 1.0,
+    "health_probe_timeout_seconds": 2.0,
 }
 
 
@@ -58,6 +63,9 @@ class KubesimSystem:
     port: int
     kubeconfigs: dict[str, Path] = field(default_factory=dict)
     agents: dict[str, Agent] = field(default_factory=dict)
+    agent_configs: dict[str, AgentConfig] = field(default_factory=dict)
+    # The manager reaches each worker through one of these (the agents do not).
+    links: dict[str, FaultProxy] = field(default_factory=dict)
     _server: tuple[uvicorn.Server, Any] | None = None
 
     @property
@@ -99,18 +107,61 @@ class KubesimSystem:
         if agent is not None:
             await agent.stop(release_lease=release_lease)
 
+    async def start_agent(self, worker: str) -> None:
+        agent = Agent(self.agent_configs[worker], self.clients[worker])
+        await agent.start()
+        self.agents[worker] = agent
+
+    async def kill_agent(self, worker: str) -> None:
+        # In this process a kill is a cancellation: whatever write it had in flight is cut
+        # where it stood, and its Lease is left to expire.
+        await self.stop_agent(worker, release_lease=False)
+
     async def make_unreachable(self, worker: str) -> None:
         # Its agent dies with it (it runs in that cluster); then the API server goes away.
         await self.stop_agent(worker, release_lease=False)
         await self.clusters[worker].stop()
 
+    async def freeze(self, worker: str) -> None:
+        # The manager's connections to it stall, as to a stopped process; its agent (in that
+        # cluster) stops with it, and a new one starts at the thaw.
+        self.links[worker].stall()
+        await self.stop_agent(worker, release_lease=False)
+
+    async def thaw(self, worker: str) -> None:
+        await self.links[worker].restore()
+        await self.start_agent(worker)
+
+    def link(self, worker: str) -> FaultProxy:
+        return self.links[worker]
+
+
+@dataclass(frozen=True)
+class _Routed:
+    """A worker as the manager is told of it: its kubeconfig, pointed at its FaultProxy."""
+
+    kubeconfig: dict[str, Any]
+
+
+def _through(proxy: FaultProxy, kubeconfig: dict[str, Any]) -> dict[str, Any]:
+    routed = copy.deepcopy(kubeconfig)
+    for entry in routed["clusters"]:
+        server = urlparse(entry["cluster"]["server"])
+        entry["cluster"]["server"] = f"{server.scheme}://{proxy.address}"
+    return routed
+
 
 async def _register(system: KubesimSystem) -> dict[str, str]:
-    """Register each worker through REST, and publish its kubeconfig for MultiKueueCluster."""
+    """Register each worker through REST, and publish its kubeconfig for MultiKueueCluster,
+    both through the worker's FaultProxy."""
+    routed = {
+        name: _Routed(_through(system.links[name], system.clusters[name].kubeconfig))
+        for name in WORKERS
+    }
     async with api_client(system) as api:
-        tokens = await register_workers(api, system.clusters, WORKERS)
+        tokens = await register_workers(api, routed, WORKERS)
     client = system.clients[MANAGER_CLUSTER]
-    await publish_kubeconfigs(client, system.clusters, WORKERS)
+    await publish_kubeconfigs(client, routed, WORKERS)
     for obj in manager_setup(WORKERS):
         await create(client, obj)
     return tokens
@@ -133,27 +184,33 @@ class KubesimBackend:
             for name in WORKERS:
                 await apply_file(clients[name], EXAMPLES / f"{name}-setup.yaml")
             settings = ManagerSettings(
-                database_url=self.database_url,
                 api_token=secrets.token_urlsafe(24),
                 encryption_key=Fernet.generate_key().decode(),
-                **{**BASE_SETTINGS, **options.manager},
+                **{**BASE_SETTINGS, "database_url": self.database_url, **options.manager},
             )
             system = KubesimSystem(clusters, clients, settings, _free_port())
             system.kubeconfigs = {n: c.kubeconfig_path for n, c in clusters.items()}
+            for name in WORKERS:
+                server = urlparse(clusters[name].kubeconfig["clusters"][0]["cluster"]["server"])
+                proxy = FaultProxy(int(server.port or 0))
+                await proxy.start()
+                stack.push_async_callback(proxy.close)
+                system.links[name] = proxy
             await system.start_manager()
             stack.push_async_callback(system.stop_manager)
             tokens = await _register(system)
             for name in WORKERS:
-                config = AgentConfig(
+                system.agent_configs[name] = AgentConfig(
                     cluster_name=name,
                     manager_url=system.api_url,
                     token=tokens[name],
                     report_interval=0.5,
+                    # A killed agent's Lease is taken over within seconds, not 15.
+                    lease_duration=4.0,
+                    renew_deadline=3.0,
                     retry_period=0.5,
                 )
-                agent = Agent(config, clients[name])
-                await agent.start()
-                system.agents[name] = agent
+                await system.start_agent(name)
             # Agents stop before the manager and the clusters (the stack unwinds in reverse).
             stack.push_async_callback(_stop_agents, system)
             yield system

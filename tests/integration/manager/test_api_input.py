@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 import httpx
+from cryptography.fernet import Fernet
 
+from manager.db import clusters as cluster_queries
+from manager.db.credentials import TokenHasher
 from manager.settings import ManagerSettings
 from tests.integration.manager.harness import eventually, free_port, serve_manager
 
@@ -209,3 +213,60 @@ async def test_agent_reports_need_their_cluster_token_and_are_idempotent(
         assert old.status_code == 401
         new = {"Authorization": f"Bearer {rotated.json()['token']}"}
         assert (await manager.client.post(url, json=report, headers=new)).status_code == 200
+
+
+async def test_agent_tokens_are_stored_keyed_and_plain_digests_are_upgraded(
+    settings: ManagerSettings,
+) -> None:
+    async with serve_manager(settings) as manager:
+        token = await manager.register("w1", kubeconfig_for(free_port()))
+        plain = hashlib.sha256(token.encode()).hexdigest()
+
+        async def stored() -> str:
+            async with manager.runtime.sessions() as session:
+                row = await cluster_queries.get_cluster(session, "w1")
+                assert row is not None
+                return row.token_digest
+
+        digest = await stored()
+        assert digest.startswith("hmac-sha256:") and plain not in digest
+        # Another server secret: the same token gives another digest (the key is not in the
+        # database, so a dump of it checks no token).
+        other = TokenHasher(Fernet.generate_key().decode())
+        assert not other.matches(token, digest)
+        # A cluster registered before keyed digests: its plain one matches, once, and is
+        # replaced by the keyed one.
+        async with manager.runtime.sessions.begin() as session:
+            row = await cluster_queries.get_cluster(session, "w1")
+            assert row is not None
+            row.token_digest = plain
+        report = {"reportId": "r-1", "sentAt": "2026-01-01T00:00:00Z"}
+        agent = {"Authorization": f"Bearer {token}"}
+        response = await manager.client.post(
+            "/api/v1/clusters/w1/reports", json=report, headers=agent
+        )
+        assert response.status_code == 200, response.text
+        assert await stored() == digest
+
+
+async def test_metrics_need_the_api_or_the_metrics_token_unless_made_public(
+    settings: ManagerSettings,
+) -> None:
+    scraper = "metrics-reader-token"
+    guarded = settings.model_copy(update={"metrics_token": scraper})
+    async with serve_manager(guarded) as manager, httpx.AsyncClient(base_url=manager.url) as anon:
+        await manager.register("w1", kubeconfig_for(free_port()))
+        refused = await anon.get("/metrics")
+        assert refused.status_code == 401
+        assert "w1" not in refused.text
+        wrong = await anon.get("/metrics", headers={"Authorization": "Bearer not-the-token"})
+        assert wrong.status_code == 401
+        read = await anon.get("/metrics", headers={"Authorization": f"Bearer {scraper}"})
+        assert read.status_code == 200 and 'cluster="w1"' in read.text
+        assert (await manager.client.get("/metrics")).status_code == 200
+        # The metrics token is for /metrics only.
+        api = await anon.get("/api/v1/clusters", headers={"Authorization": f"Bearer {scraper}"})
+        assert api.status_code == 401
+    public = settings.model_copy(update={"metrics_public": True})
+    async with serve_manager(public) as manager, httpx.AsyncClient(base_url=manager.url) as anon:
+        assert (await anon.get("/metrics")).status_code == 200

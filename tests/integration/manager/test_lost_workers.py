@@ -14,9 +14,9 @@ from urllib.parse import urlparse
 from kubesim import RunningCluster
 from manager.dispatch.timing import ManualClock
 from manager.settings import ManagerSettings
+from tests.fault_proxy import FaultProxy
 from tests.integration.manager.harness import RunningManager, eventually, serve_manager
 from tests.integration.manager.kube import workers
-from tests.integration.manager.proxy import CuttableProxy
 from tests.integration.manager.test_dispatch_flow import (
     admit_and_await_job,
     copies,
@@ -27,7 +27,7 @@ from tests.integration.manager.test_dispatch_flow import (
 from tests.integration.manager.worker_double import WorkerDouble
 
 
-def through(proxy: CuttableProxy, kubeconfig: dict[str, Any]) -> dict[str, Any]:
+def through(proxy: FaultProxy, kubeconfig: dict[str, Any]) -> dict[str, Any]:
     routed = copy.deepcopy(kubeconfig)
     routed["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{proxy.port}"
     return routed
@@ -41,14 +41,14 @@ class TwoWorkers:
     d1: WorkerDouble
     w2: RunningCluster
     d2: WorkerDouble
-    proxy: CuttableProxy
+    proxy: FaultProxy
 
 
 @contextlib.asynccontextmanager
 async def w2_behind_a_proxy() -> AsyncIterator[TwoWorkers]:
     async with workers("w1", "w2") as pairs:
         (c1, d1), (c2, d2) = pairs
-        proxy = CuttableProxy(int(urlparse(c2.url).port or 0))
+        proxy = FaultProxy(int(urlparse(c2.url).port or 0))
         await proxy.start()
         try:
             yield TwoWorkers(c1, d1, c2, d2, proxy)
@@ -168,3 +168,33 @@ async def test_the_worker_lost_clock_survives_a_manager_restart(
                 return wl in await copies(two.d1)
 
             await eventually(moved)
+
+
+async def test_a_write_that_times_out_makes_the_worker_unreachable_at_once(
+    settings: ManagerSettings,
+) -> None:
+    """The health probe asks every minute here; a copy sent to a worker that stopped
+    answering times out after 1 s, and the probe asks at once: Unreachable in seconds, and the
+    workload runs in the other worker meanwhile."""
+    slow_probe = settings.model_copy(
+        update={
+            "health_probe_seconds": 60.0,
+            "health_probe_timeout_seconds": 1.0,
+            "worker_request_timeout_seconds": 1.0,
+        }
+    )
+    async with w2_behind_a_proxy() as two, serve_manager(slow_probe) as manager:
+        await manager.register("w1", two.w1.kubeconfig)
+        await manager.register("w2", through(two.proxy, two.w2.kubeconfig))
+        await wait_connected(manager, "w1", "w2")
+        two.proxy.stall()
+        wl = str((await submit(manager, "stalled"))["workloadName"])
+
+        async def unreachable() -> bool:
+            body = (await manager.client.get("/api/v1/clusters/w2")).json()
+            return bool(body["state"] == "Unreachable")
+
+        await eventually(unreachable, within=15)
+        await admit_and_await_job(two.d1, wl, "stalled")
+        await two.proxy.restore()
+        await wait_connected(manager, "w2")

@@ -76,6 +76,21 @@ def test_a_broken_job_names_the_field(mutate, field) -> None:  # type: ignore[no
     assert error.value.field == field
 
 
+def test_whole_floats_are_integers_as_json_has_them_and_go_out_as_integers() -> None:
+    body = copy.deepcopy(JOB)
+    body["spec"] |= {"parallelism": 3.0, "completions": 2.0}
+    body["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 80.0}]
+    job = parse_job(body)
+    assert job.parallelism == 2
+    container = job.manifest["spec"]["template"]["spec"]["containers"][0]
+    assert type(job.manifest["spec"]["parallelism"]) is int
+    assert type(container["ports"][0]["containerPort"]) is int
+    body["spec"]["parallelism"] = 2.5
+    with pytest.raises(ManifestError) as error:
+        parse_job(body)
+    assert error.value.field == "spec.parallelism"
+
+
 def test_workload_names_follow_kueue_and_differ_per_uid() -> None:
     first = workload_name("Job", "sample", "uid-1")
     assert first.startswith("job-sample-") and len(first) == len("job-sample-") + 5
