@@ -148,7 +148,7 @@ def is_qualified_name(value: str) -> list[str]:
     prefix, _, name = value.rpartition("/")
     if "/" in value and not prefix:
         problems.append("prefix part must be non-empty")
-    elif prefix and (len(prefix) > 253 or not _SUBDOMAIN_RE.match(prefix)):
+    elif prefix and (len(prefix) > 253 or not _SUBDOMAIN_RE.fullmatch(prefix)):
         problems.append(
             "prefix part must be a lowercase RFC 1123 subdomain (at most 253 characters)"
         )
@@ -158,7 +158,7 @@ def is_qualified_name(value: str) -> list[str]:
         problems.append("name part must be non-empty")
     elif len(name) > 63:
         problems.append("name part must be no more than 63 characters")
-    elif not _QUALIFIED_NAME_PART_RE.match(name):
+    elif not _QUALIFIED_NAME_PART_RE.fullmatch(name):
         problems.append(
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
             "and end with an alphanumeric character"
@@ -169,7 +169,7 @@ def is_qualified_name(value: str) -> list[str]:
 def is_label_value(value: str) -> list[str]:
     if len(value) > 63:
         return ["must be no more than 63 characters"]
-    if not _LABEL_VALUE_RE.match(value):
+    if not _LABEL_VALUE_RE.fullmatch(value):
         return [
             "a valid label must be an empty string or consist of alphanumeric characters, '-', "
             "'_' or '.', and must start and end with an alphanumeric character"
@@ -203,7 +203,7 @@ def _labels(errors: _Errors, labels: Mapping[str, str] | None, path: str) -> Non
 def _subdomain(errors: _Errors, value: str, path: str) -> None:
     if len(value) > 253:
         errors.invalid(path, value, "must be no more than 253 characters")
-    elif not _SUBDOMAIN_RE.match(value):
+    elif not _SUBDOMAIN_RE.fullmatch(value):
         errors.invalid(
             path,
             value,
@@ -218,7 +218,7 @@ def _metadata(errors: _Errors, metadata: ObjectMeta, kind: str) -> None:
     elif not metadata.generate_name:
         errors.required("metadata.name", "name or generateName is required")
     namespace = metadata.namespace
-    if namespace is not None and (len(namespace) > 63 or not _LABEL_RE.match(namespace)):
+    if namespace is not None and (len(namespace) > 63 or not _LABEL_RE.fullmatch(namespace)):
         errors.invalid(
             "metadata.namespace",
             namespace,
@@ -226,7 +226,7 @@ def _metadata(errors: _Errors, metadata: ObjectMeta, kind: str) -> None:
             "case alphanumeric characters or '-', and must start and end with an alphanumeric "
             "character (at most 63 characters)",
         )
-    if kind == "Namespace" and metadata.name and not _LABEL_RE.match(metadata.name):
+    if kind == "Namespace" and metadata.name and not _LABEL_RE.fullmatch(metadata.name):
         errors.invalid(
             "metadata.name",
             metadata.name,

@@ -17,7 +17,13 @@ import orjson
 from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import job_pod_sets, jobset_pod_sets
 from kueue_api.quantity import Quantity, QuantityError
-from kueue_api.validation import annotations_problems, is_label_value, is_qualified_name
+from kueue_api.validation import (
+    DNS_LABEL_PATTERN,
+    DNS_SUBDOMAIN_PATTERN,
+    annotations_problems,
+    is_label_value,
+    is_qualified_name,
+)
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
@@ -27,8 +33,8 @@ MANAGED_BY = "kueue.x-k8s.io/multikueue"
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS_LABEL = re.compile(DNS_LABEL_PATTERN)
+_DNS_SUBDOMAIN = re.compile(DNS_SUBDOMAIN_PATTERN)
 _INT32_MAX = 2**31 - 1
 # etcd's default request limit (--max-request-bytes, 1.5 MiB): the largest object a Kubernetes
 # API server stores, so the largest one a worker could be given.
@@ -113,7 +119,7 @@ def parse_job(manifest: Any) -> SubmittedJob:
     queue = labels.get(QUEUE_LABEL)
     if not isinstance(queue, str) or not queue:
         raise ManifestError(f"metadata.labels[{QUEUE_LABEL}]", "the queue-name label is required")
-    if len(queue) > 253 or not _DNS_SUBDOMAIN.match(queue):
+    if len(queue) > 253 or not _DNS_SUBDOMAIN.fullmatch(queue):
         raise ManifestError(f"metadata.labels[{QUEUE_LABEL}]", f"{queue!r} is not a valid name")
     priority_class = labels.get(PRIORITY_CLASS_LABEL)
     spec = _require_mapping(body.get("spec"), "spec")
@@ -215,7 +221,7 @@ def _int32(value: Any, field: str) -> int:
 
 
 def _dns_label(value: Any, field: str, what: str) -> str:
-    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.match(value):
+    if not isinstance(value, str) or len(value) > 63 or not _DNS_LABEL.fullmatch(value):
         if isinstance(value, str):
             shown = repr(value) if len(value) <= 80 else f"a name of {len(value)} characters"
         else:
