@@ -11,10 +11,10 @@ import dataclasses
 import random
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from kueue_api.jsoncopy import json_copy
 from kueue_api.timestamps import rfc3339
@@ -22,6 +22,7 @@ from kueue_api.timestamps import rfc3339
 from . import apply as ssa
 from . import schema as schema_mod
 from . import strategies
+from .admission import CREATE, DELETE, UPDATE, Admission, Attributes
 from .crds import established_status, resource_type_for
 from .errors import (
     ApiError,
@@ -248,6 +249,160 @@ class Api:
             return ListResult(page, str(list_rv), token, len(selected) - limit)
         return ListResult(selected, str(list_rv if continue_token else self.store.rv), None, None)
 
+    # ---- admission -----------------------------------------------------------------------
+    #
+    # Every write is a coroutine with kube-apiserver's two admission points: mutating (after
+    # decoding defaults, before the registry's defaults and validation) and validating (the
+    # final object, before storage). Without admission control it never waits, so the public
+    # methods (create, update, patch, delete) run it to completion at once; the HTTP layer
+    # awaits the admitted_* variants when webhooks are configured.
+
+    def _attributes(
+        self,
+        operation: str,
+        rt: ResourceType,
+        version: str,
+        subresource: str,
+        namespace: str,
+        name: str,
+        obj: Obj | None,
+        old: Obj | None,
+        options: Obj,
+        dry_run: bool,
+        defaults: Callable[[Obj], None] | None = None,
+    ) -> Attributes:
+        if rt.key == NAMESPACE_KEY:
+            namespace = name  # kube-apiserver names a Namespace's own requests after it
+        return Attributes(
+            operation,
+            rt,
+            version,
+            subresource,
+            namespace,
+            name,
+            obj,
+            old,
+            options,
+            dry_run,
+            defaults,
+        )
+
+    async def _mutating(self, admission: Admission, attributes: Attributes) -> Obj:
+        admission.warnings.extend(self.warnings)
+        self.warnings.clear()
+        try:
+            return await admission.mutate(attributes)
+        finally:
+            self.warnings.clear()  # what requests that ran meanwhile left behind
+
+    async def _validating(self, admission: Admission, attributes: Attributes) -> None:
+        admission.warnings.extend(self.warnings)
+        self.warnings.clear()
+        try:
+            await admission.validate(attributes)
+        finally:
+            self.warnings.clear()
+
+    def _unchanged(self, rt: ResourceType, namespace: str, name: str, current: Obj) -> None:
+        """After admission waited, the stored object must still be `current`, or the write
+        starts over (as kube-apiserver's GuaranteedUpdate retries on a newer object)."""
+        if self.store.get(rt.key, namespace, name) is not current:
+            raise _Stale()
+
+    async def _retrying(
+        self, rt: ResourceType, name: str, write: Callable[[], Coroutine[Any, Any, Obj]]
+    ) -> Obj:
+        for _ in range(ADMISSION_ATTEMPTS - 1):
+            try:
+                return await write()
+            except _Stale:
+                continue
+        try:
+            return await write()
+        except _Stale:
+            raise conflict(rt.plural, rt.group, name) from None
+
+    def _decoding_defaults(self, rt: ResourceType, version: str) -> Callable[[Obj], None]:
+        schema = self._schema(rt, version)
+        if schema is not None:
+            return lambda obj: schema_mod.apply_defaults(schema, obj)
+        return lambda obj: strategies.default_on_decode(rt, obj)
+
+    async def admitted_create(
+        self,
+        admission: Admission,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        version: str | None = None,
+        options: WriteOptions = WriteOptions(),
+    ) -> Obj:
+        return await self._create(rt, namespace, body, version, options, admission)
+
+    async def admitted_update(
+        self,
+        admission: Admission,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        version: str | None = None,
+        subresource: str = "",
+        options: WriteOptions = WriteOptions(),
+    ) -> Obj:
+        return await self._retrying(
+            rt,
+            name,
+            lambda: self._update(
+                rt, namespace, name, json_copy(body), version, subresource, options, admission
+            ),
+        )
+
+    async def admitted_patch(
+        self,
+        admission: Admission,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        version: str | None = None,
+        subresource: str = "",
+        options: WriteOptions = WriteOptions(),
+    ) -> Obj:
+        return await self._retrying(
+            rt,
+            name,
+            lambda: self._patch(
+                rt,
+                namespace,
+                name,
+                patch_type,
+                json_copy(patch),
+                version,
+                subresource,
+                options,
+                None,
+                admission,
+            ),
+        )
+
+    async def admitted_delete(
+        self,
+        admission: Admission,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        delete_options: Obj | None = None,
+        options: WriteOptions = WriteOptions(),
+        version: str | None = None,
+    ) -> Obj:
+        return await self._retrying(
+            rt,
+            name,
+            lambda: self._delete(rt, namespace, name, delete_options, options, version, admission),
+        )
+
     # ---- create --------------------------------------------------------------------------
 
     def create(
@@ -258,21 +413,26 @@ class Api:
         version: str | None = None,
         options: WriteOptions = WriteOptions(),
     ) -> Obj:
+        return _at_once(self._create(rt, namespace, body, version, options, None))
+
+    async def _create(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        version: str | None,
+        options: WriteOptions,
+        admission: Admission | None,
+    ) -> Obj:
         version = version or rt.preferred_version
         obj = self._check_body(rt, version, body)
+        namespace = _placed(rt, namespace, obj["metadata"])
+        requested = ""  # the name asked for: none with generateName
+        if admission is not None:
+            requested = str(obj["metadata"].get("name") or "")
+            obj = await self._mutate_create(admission, rt, version, namespace, obj, options)
+            namespace = _placed(rt, namespace, obj["metadata"])
         meta = obj["metadata"]
-        if rt.namespaced:
-            body_namespace = meta.get("namespace")
-            if body_namespace and namespace and body_namespace != namespace:
-                raise bad_request(
-                    "the namespace of the provided object does not match the namespace sent on "
-                    "the request"
-                )
-            namespace = namespace or body_namespace or ""
-            meta["namespace"] = namespace
-        else:
-            meta.pop("namespace", None)
-            namespace = ""
         name = meta.get("name")
         if not name:
             prefix = meta.get("generateName")
@@ -306,12 +466,64 @@ class Api:
             self._resolve_priority(obj)
         self._custom_resource_checks(rt, version, obj, options)
         strategies.raise_if(strategies.validate(rt, obj), rt, str(name))
+        if admission is not None:
+            attributes = self._attributes(
+                CREATE,
+                rt,
+                version,
+                "",
+                namespace,
+                requested,
+                obj,
+                None,
+                _options_object("CreateOptions", options),
+                options.dry_run,
+            )
+            await self._validating(admission, attributes)
+            self._check_namespace(rt, namespace, creating=True)
+            if self.store.get(rt.key, namespace, name) is not None:
+                raise already_exists(rt.plural, rt.group, name)
         if options.dry_run:
             return obj
         self.store.commit(rt.key, ADDED, obj, None)
         if rt.key == CRD_KEY:
             self._crd_changed(obj)
         return self.store.get(rt.key, namespace, name) or obj
+
+    async def _mutate_create(
+        self,
+        admission: Admission,
+        rt: ResourceType,
+        version: str,
+        namespace: str,
+        obj: Obj,
+        options: WriteOptions,
+    ) -> Obj:
+        """The object as mutating webhooks see it on a create (after the NamespaceLifecycle
+        check, decoding defaults and the Priority plugin; no uid or timestamps yet), and as
+        they leave it."""
+        self._check_namespace(rt, namespace, creating=True)
+        meta = obj["metadata"]
+        for field in _SYSTEM_META:
+            meta.pop(field, None)
+        defaults = self._decoding_defaults(rt, version)
+        defaults(obj)
+        if rt.key == POD_KEY:
+            self._resolve_priority(obj)
+        attributes = self._attributes(
+            CREATE,
+            rt,
+            version,
+            "",
+            namespace,
+            str(meta.get("name") or ""),
+            obj,
+            None,
+            _options_object("CreateOptions", options),
+            options.dry_run,
+            defaults,
+        )
+        return self._check_body(rt, version, await self._mutating(admission, attributes))
 
     def _resolve_priority(self, pod: Obj) -> None:
         """The Priority admission plugin: priorityClassName -> spec.priority."""
@@ -352,11 +564,43 @@ class Api:
         subresource: str = "",
         options: WriteOptions = WriteOptions(),
     ) -> Obj:
+        return _at_once(
+            self._update(rt, namespace, name, body, version, subresource, options, None)
+        )
+
+    async def _update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        version: str | None,
+        subresource: str,
+        options: WriteOptions,
+        admission: Admission | None,
+    ) -> Obj:
         version = version or rt.preferred_version
         namespace = namespace if rt.namespaced else ""
         current = self._require(rt, namespace, name)
         obj = self._check_body(rt, version, body)
         self._check_update_target(rt, namespace, name, obj["metadata"], current)
+        attributes: Attributes | None = None
+        if admission is not None:
+            attributes = self._attributes(
+                UPDATE,
+                rt,
+                version,
+                subresource,
+                namespace,
+                name,
+                obj,
+                current,
+                _options_object("UpdateOptions", options),
+                options.dry_run,
+            )
+            obj = self._check_body(rt, version, await self._mutating(admission, attributes))
+            self._unchanged(rt, namespace, name, current)
+            self._check_update_target(rt, namespace, name, obj["metadata"], current)
         if subresource == "status":
             obj = self._status_update(obj, current)
             if rt.from_crd:
@@ -367,8 +611,8 @@ class Api:
             self._main_update(rt, namespace, name, obj, current)
             if rt.from_crd:
                 self._custom_resource_checks(rt, version, obj, options, stored=current)
-            elif rt.key == CRD_KEY:
-                strategies.default_on_create(rt, obj)
+            else:
+                strategies.default_on_update(rt, obj)
             strategies.raise_if(strategies.validate(rt, obj), rt, name)
             strategies.raise_if(strategies.validate_update(rt, obj, current), rt, name)
         current_meta = current["metadata"]
@@ -391,6 +635,13 @@ class Api:
                     ],
                 )
         self._record_update(rt, version, current, obj, options, subresource)
+        meta = obj["metadata"]
+        meta["resourceVersion"] = current_meta["resourceVersion"]
+        if rt.tracks_generation and _spec_of(obj) != _spec_of(current):
+            meta["generation"] = int(current_meta.get("generation", 1)) + 1
+        if admission is not None and attributes is not None:
+            await self._validating(admission, attributes.with_object(obj))
+            self._unchanged(rt, namespace, name, current)
         return self._write_update(rt, obj, current, options)
 
     def _check_update_target(
@@ -484,9 +735,6 @@ class Api:
 
     def _write_update(self, rt: ResourceType, obj: Obj, current: Obj, options: WriteOptions) -> Obj:
         meta = obj["metadata"]
-        meta["resourceVersion"] = current["metadata"]["resourceVersion"]
-        if rt.tracks_generation and _spec_of(obj) != _spec_of(current):
-            meta["generation"] = int(current["metadata"].get("generation", 1)) + 1
         if obj == current or _same_but_times(obj, current):
             return current  # a no-op update writes nothing, as kube-apiserver does
         if options.dry_run:
@@ -517,10 +765,31 @@ class Api:
     ) -> Obj:
         """`view` (to the client's encoding, back to the stored one) is for a type served over
         another's storage: the patch is written against the client's encoding of the object."""
+        return _at_once(
+            self._patch(
+                rt, namespace, name, patch_type, patch, version, subresource, options, view, None
+            )
+        )
+
+    async def _patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        version: str | None,
+        subresource: str,
+        options: WriteOptions,
+        view: tuple[Callable[[Obj], Obj], Callable[[Obj], Obj]] | None,
+        admission: Admission | None,
+    ) -> Obj:
         version = version or rt.preferred_version
         namespace = namespace if rt.namespaced else ""
         if patch_type in (APPLY_PATCH, APPLY_PATCH_CBOR):
-            return self._apply(rt, namespace, name, patch, version, subresource, options)
+            return await self._apply(
+                rt, namespace, name, patch, version, subresource, options, admission
+            )
         current = self._require(rt, namespace, name)
         base = json_copy(view[0](current) if view is not None else current)
         if patch_type == MERGE_PATCH:
@@ -549,9 +818,11 @@ class Api:
             patched["apiVersion"] = rt.api_version(version)  # stored at another served version
         if not patched["metadata"].get("resourceVersion"):
             patched["metadata"]["resourceVersion"] = ""
-        return self.update(rt, namespace, name, patched, version, subresource, options)
+        return await self._update(
+            rt, namespace, name, patched, version, subresource, options, admission
+        )
 
-    def _apply(
+    async def _apply(
         self,
         rt: ResourceType,
         namespace: str,
@@ -560,6 +831,7 @@ class Api:
         version: str,
         subresource: str,
         options: WriteOptions,
+        admission: Admission | None,
     ) -> Obj:
         if not isinstance(applied, dict):
             raise bad_request("an apply patch must be an object")
@@ -599,11 +871,12 @@ class Api:
                 raise not_found(rt.plural, rt.group, name)
             if rt.namespaced:
                 result["metadata"]["namespace"] = namespace
-            created = self.create(rt, namespace, result, version, applied_options)
-            return created
+            return await self._create(rt, namespace, result, version, applied_options, admission)
         wanted_rv = meta.get("resourceVersion")
         result["metadata"]["resourceVersion"] = wanted_rv or ""
-        return self.update(rt, namespace, name, result, version, subresource, applied_options)
+        return await self._update(
+            rt, namespace, name, result, version, subresource, applied_options, admission
+        )
 
     # ---- delete --------------------------------------------------------------------------
 
@@ -615,11 +888,41 @@ class Api:
         delete_options: Obj | None = None,
         options: WriteOptions = WriteOptions(),
     ) -> Obj:
+        return _at_once(self._delete(rt, namespace, name, delete_options, options, None, None))
+
+    async def _delete(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        delete_options: Obj | None,
+        options: WriteOptions,
+        version: str | None,
+        admission: Admission | None,
+    ) -> Obj:
         namespace = namespace if rt.namespaced else ""
         current = self._require(rt, namespace, name)
         opts = delete_options or {}
         _check_preconditions(rt, name, opts.get("preconditions") or {}, current["metadata"])
         policy = _propagation_policy(rt, opts)
+        if admission is not None:
+            shown = {k: v for k, v in opts.items() if k not in ("kind", "apiVersion", "dryRun")}
+            if options.dry_run:
+                shown["dryRun"] = ["All"]
+            attributes = self._attributes(
+                DELETE,
+                rt,
+                version or rt.preferred_version,
+                "",
+                namespace,
+                name,
+                None,
+                current,
+                {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **shown},
+                options.dry_run,
+            )
+            await self._validating(admission, attributes)
+            self._unchanged(rt, namespace, name, current)
         if options.dry_run:
             return current
         if rt.key == NAMESPACE_KEY:
@@ -751,6 +1054,54 @@ class Api:
 
     def type_for(self, key: str) -> ResourceType:
         return self._type(key)
+
+
+class _Stale(Exception):
+    """The stored object changed while admission webhooks were called: the write starts over."""
+
+
+ADMISSION_ATTEMPTS = 5
+"""How often an admitted update or delete starts over before it answers 409 Conflict."""
+
+T = TypeVar("T")
+
+
+def _at_once(write: Coroutine[Any, Any, T]) -> T:
+    """Run a write without admission control: it never waits, so one step completes it."""
+    try:
+        write.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    write.close()
+    raise RuntimeError("a write without admission control waited")
+
+
+def _placed(rt: ResourceType, namespace: str, meta: Obj) -> str:
+    """The namespace of an object to create: the request's and the body's must agree."""
+    if not rt.namespaced:
+        meta.pop("namespace", None)
+        return ""
+    body_namespace = meta.get("namespace")
+    if body_namespace and namespace and body_namespace != namespace:
+        raise bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    namespace = namespace or body_namespace or ""
+    meta["namespace"] = namespace
+    return str(namespace)
+
+
+def _options_object(kind: str, options: WriteOptions) -> Obj:
+    """The Create/UpdateOptions an AdmissionReview carries: what the request set."""
+    shown: Obj = {"kind": kind, "apiVersion": "meta.k8s.io/v1"}
+    if options.dry_run:
+        shown["dryRun"] = ["All"]
+    if options.field_manager:
+        shown["fieldManager"] = options.field_manager
+    if options.strict:
+        shown["fieldValidation"] = "Strict"
+    return shown
 
 
 _CHECKED = {"x-kubernetes-preserve-unknown-fields": True}

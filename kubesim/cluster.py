@@ -20,7 +20,7 @@ import secrets
 import shutil
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from .scheduler import Scheduler
 from .server import ApiServer
 from .store import Store
 from .tokens import TokenController, TokenIssuer
+from .webhooks import Webhooks
 
 log = logging.getLogger("kubesim")
 
@@ -77,6 +78,11 @@ class ClusterSpec:
     bookmark_interval: float = 5.0
     # Events from the scheduler, kubelet and job controller (the newest 20,000 are kept).
     events: bool = True
+    # Where admission webhooks that name a `service` are served, since kubesim runs no
+    # Services: "<namespace>/<name>:<port>" (or "<namespace>/<name>") -> base URL, such as
+    # {"kueue-system/kueue-webhook-service:443": "https://127.0.0.1:9443"}. Also settable
+    # once running: RunningCluster.serve_webhook_service.
+    webhook_services: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass
@@ -92,6 +98,7 @@ class RunningCluster:
     kubeconfig_path: Path
     api: Api
     spec: ClusterSpec
+    webhooks: Webhooks | None = field(default=None, repr=False)
     _runner: web.ServerRunner | None = field(default=None, repr=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, repr=False)
     _temp_dir: Path | None = field(default=None, repr=False)
@@ -100,11 +107,20 @@ class RunningCluster:
         """Drop the watch history, as an etcd compaction does (older versions answer 410)."""
         self.api.store.compact()
 
+    def serve_webhook_service(self, namespace: str, name: str, url: str, port: int = 443) -> None:
+        """Admission webhooks whose clientConfig names Service namespace/name (at `port`) are
+        called at `url` (e.g. https://127.0.0.1:9443), their certificate verified for
+        `<name>.<namespace>.svc`, as kube-apiserver does."""
+        if self.webhooks is not None:
+            self.webhooks.services[f"{namespace}/{name}:{port}"] = url
+
     async def stop(self) -> None:
         self.api.store.close_all_watchers()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self.webhooks is not None:
+            await self.webhooks.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -328,10 +344,11 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
     api = Api(Store(history_limit=spec.watch_history), Registry())
     token = spec.token or secrets.token_urlsafe(24)
     issuer = TokenIssuer(api)
+    webhooks = Webhooks(api.store, spec.webhook_services)
     try:
         _seed(api, spec, files)
         runner, url, https_url = await _listen(
-            ApiServer(api, frozenset({token}), spec.bookmark_interval, issuer),
+            ApiServer(api, frozenset({token}), spec.bookmark_interval, issuer, webhooks),
             spec,
             files.ssl_context,
         )
@@ -354,6 +371,7 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
         kubeconfig_path=kubeconfig_path,
         api=api,
         spec=spec,
+        webhooks=webhooks,
         _runner=runner,
         _tasks=_start_controllers(
             api, spec, issuer, base64.b64decode(files.ca_data).decode() if files.ca_data else ""

@@ -25,9 +25,10 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
         }
+        if self.reason:  # empty in a webhook's refusal without one, and then omitted
+            body["reason"] = self.reason
+        body["code"] = self.code
         if self.details:
             body["details"] = self.details
         return body

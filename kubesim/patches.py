@@ -157,6 +157,7 @@ MERGE_KEYS: dict[str, str] = {
     "topologySpreadConstraints": "topologyKey",
     "readinessGates": "conditionType",
     "schedulingGates": "name",
+    "webhooks": "name",
     "podFailurePolicy": "",
 }
 MERGE_PRIMITIVES = frozenset({"finalizers"})

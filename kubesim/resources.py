@@ -6,6 +6,7 @@ all of which share one storage, like kube-apiserver with the `None` conversion s
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,8 @@ class ResourceType:
     )
     from_crd: bool = False
 
-    @property
-    def key(self) -> str:
+    @functools.cached_property
+    def key(self) -> str:  # read on every request: computed once
         return f"{self.group}/{self.plural}"
 
     @property
@@ -172,6 +173,25 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
     _builtin("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False, generation=True),
     _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short=("pc",)),
+    # Admission webhooks: kubesim calls them (kubesim/webhooks.py).
+    _builtin(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        False,
+        categories=("api-extensions",),
+        generation=True,
+    ),
+    _builtin(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        False,
+        categories=("api-extensions",),
+        generation=True,
+    ),
     _review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
     _review("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),
     _review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),

@@ -43,6 +43,7 @@ from .selectors import (
 )
 from .store import Event, Watcher
 from .tokens import TokenIssuer
+from .webhooks import RequestAdmission, Webhooks
 
 log = logging.getLogger("kubesim.server")
 
@@ -145,9 +146,11 @@ class ApiServer:
         tokens: frozenset[str],
         bookmark_interval: float = BOOKMARK_INTERVAL,
         issuer: TokenIssuer | None = None,
+        webhooks: Webhooks | None = None,
     ) -> None:
         self.api = api
         self.issuer = issuer or TokenIssuer(api)
+        self.webhooks = webhooks
         self.bookmark_interval = bookmark_interval
         self.tokens = tokens
         self._tokens_header = frozenset(f"Bearer {token}" for token in tokens)
@@ -395,15 +398,30 @@ class ApiServer:
             return self._object_response(request, route, obj)
         if method == "PUT":
             body = route.stored(_parse_body(await request.read(), request.content_type))
-            updated = self.api.update(
-                route.resource_type,
-                route.namespace,
-                route.name,
-                body,
-                route.version,
-                route.subresource,
-                _write_options(request.query, "UpdateOptions"),
-            )
+            options = _write_options(request.query, "UpdateOptions")
+            admission = self._admission(request, route)
+            if admission is None:
+                updated = self.api.update(
+                    route.resource_type,
+                    route.namespace,
+                    route.name,
+                    body,
+                    route.version,
+                    route.subresource,
+                    options,
+                )
+            else:
+                updated = await self.api.admitted_update(
+                    admission,
+                    route.resource_type,
+                    route.namespace,
+                    route.name,
+                    body,
+                    route.version,
+                    route.subresource,
+                    options,
+                )
+                self._add_warnings(admission)
             return self._object_response(request, route, updated)
         if method == "PATCH":
             return await self._patch(request, route)
@@ -428,17 +446,39 @@ class ApiServer:
                     f"{route.resource_type.kind}): Object 'Kind' is missing in "
                     f"'{jsoncodec.dumps(body).decode()}'"
                 )
-            created = self.api.create(
-                route.resource_type,
-                route.namespace,
-                body,
-                route.version,
-                _write_options(request.query, "CreateOptions"),
-            )
+            options = _write_options(request.query, "CreateOptions")
+            admission = self._admission(request, route)
+            if admission is None:
+                created = self.api.create(
+                    route.resource_type, route.namespace, body, route.version, options
+                )
+            else:
+                created = await self.api.admitted_create(
+                    admission, route.resource_type, route.namespace, body, route.version, options
+                )
+                self._add_warnings(admission)
             return self._object_response(request, route, created, 201)
         if method == "DELETE":
             return await self._delete_collection(request, route)
         raise method_not_allowed()
+
+    def _admission(self, request: web.BaseRequest, route: Route) -> RequestAdmission | None:
+        """Admission webhooks for this write, or None when none are configured (most clusters:
+        a check of two store buckets) or they cannot apply (webhook configurations themselves,
+        events.k8s.io served over core Events)."""
+        webhooks = self.webhooks
+        if (
+            webhooks is None
+            or not webhooks.configured()
+            or route.served is not None
+            or not webhooks.applies_to(route.resource_type.key)
+        ):
+            return None
+        return webhooks.for_request(request.get(USER_KEY))
+
+    def _add_warnings(self, admission: RequestAdmission) -> None:
+        """The webhooks' warnings first, then the API's own, in the Warning header."""
+        self.api.warnings[:0] = admission.warnings
 
     async def _special_subresource(self, request: web.BaseRequest, route: Route) -> web.Response:
         """pods/binding (POST), pods/log (GET) and namespaces/finalize."""
@@ -480,17 +520,35 @@ class ApiServer:
             self.api.store.get(rt.key, route.namespace if rt.namespaced else "", route.name)
             is not None
         )
-        patched = self.api.patch(
-            rt,
-            route.namespace,
-            route.name,
-            content_type,
-            body,
-            route.version,
-            route.subresource,
-            _write_options(request.query, "PatchOptions"),
-            view=(event_versions.to_events_v1, event_versions.to_core) if route.served else None,
-        )
+        options = _write_options(request.query, "PatchOptions")
+        admission = self._admission(request, route)
+        if admission is None:
+            patched = self.api.patch(
+                rt,
+                route.namespace,
+                route.name,
+                content_type,
+                body,
+                route.version,
+                route.subresource,
+                options,
+                view=(event_versions.to_events_v1, event_versions.to_core)
+                if route.served
+                else None,
+            )
+        else:
+            patched = await self.api.admitted_patch(
+                admission,
+                rt,
+                route.namespace,
+                route.name,
+                content_type,
+                body,
+                route.version,
+                route.subresource,
+                options,
+            )
+            self._add_warnings(admission)
         return self._object_response(
             request, route, patched, 201 if applying and not existed else 200
         )
@@ -509,7 +567,14 @@ class ApiServer:
             raise bad_request("DeleteOptions.dryRun must be a list")
         options = _write_options(query, "DeleteOptions", extra_dry_run=dry_run or ())
         rt = route.resource_type
-        deleted = self.api.delete(rt, route.namespace, route.name, delete_options, options)
+        admission = self._admission(request, route)
+        if admission is None:
+            deleted = self.api.delete(rt, route.namespace, route.name, delete_options, options)
+        else:
+            deleted = await self.api.admitted_delete(
+                admission, rt, route.namespace, route.name, delete_options, options, route.version
+            )
+            self._add_warnings(admission)
         meta = deleted["metadata"]
         kept = (
             bool(meta.get("finalizers"))
@@ -637,18 +702,30 @@ class ApiServer:
         result = self.api.list(
             rt, route.namespace or None if rt.namespaced else None, labels, fields
         )
+        admission = self._admission(request, route)
         deleted = []
         for obj in result.items:
             meta = obj["metadata"]
+            namespace, name = meta.get("namespace", ""), meta["name"]
             try:
-                deleted.append(
-                    self.api.delete(
-                        rt, meta.get("namespace", ""), meta["name"], dict(delete_options)
+                if admission is None:
+                    deleted.append(self.api.delete(rt, namespace, name, dict(delete_options)))
+                else:
+                    deleted.append(
+                        await self.api.admitted_delete(
+                            admission,
+                            rt,
+                            namespace,
+                            name,
+                            dict(delete_options),
+                            version=route.version,
+                        )
                     )
-                )
             except ApiError as error:
                 if error.code != 404:
                     raise
+        if admission is not None:
+            self._add_warnings(admission)
         return _json_response(
             {
                 "kind": f"{rt.kind}List",

@@ -158,6 +158,11 @@ class Store:
             return len(by_namespace.get(namespace, {}))
         return sum(len(objects) for objects in by_namespace.values())
 
+    def holds(self, key: str) -> bool:
+        """Whether any object of `key` is stored: cheaper than count() > 0."""
+        by_namespace = self._data.get(key)
+        return by_namespace is not None and any(by_namespace.values())
+
     def namespaces_used(self, key: str) -> list[str]:
         return [ns for ns, objects in self._data.get(key, {}).items() if objects]
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from kueue_api.jsoncopy import json_copy
 
+from . import webhook_configs
 from .errors import invalid
 from .resources import ResourceType
 
@@ -112,6 +113,38 @@ def default_on_create(resource_type: ResourceType, obj: Obj) -> None:
         obj.setdefault("type", "Opaque")
     elif kind == ("apiextensions.k8s.io", "CustomResourceDefinition"):
         _default_crd(obj)
+    elif resource_type.key in webhook_configs.KEYS:
+        webhook_configs.set_defaults(obj)
+
+
+def default_on_decode(resource_type: ResourceType, obj: Obj) -> None:
+    """The defaults kube-apiserver applies when it decodes a create, before admission: what a
+    mutating webhook sees, and applies again to what it patched. (default_on_create then adds
+    what the registry's strategy sets: the Job selector, the namespace finalizer...)"""
+    kind = resource_type.group, resource_type.kind
+    if kind == ("", "Pod"):
+        _default_pod_spec(obj.setdefault("spec", {}), top_level=True)
+    elif kind == ("batch", "Job"):
+        _default_job_spec(obj.setdefault("spec", {}))
+    elif kind == ("", "Namespace") and obj["metadata"].get("name"):
+        labels = obj["metadata"].setdefault("labels", {})
+        labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+    elif kind == ("", "Secret"):
+        obj.setdefault("type", "Opaque")
+    elif resource_type.key in webhook_configs.KEYS:
+        webhook_configs.set_defaults(obj)
+
+
+def default_on_update(resource_type: ResourceType, obj: Obj) -> None:
+    """Defaults kubesim applies to an update's object (of the kinds whose decoding defaults
+    matter to kubesim's own behaviour)."""
+    if resource_type.key in webhook_configs.KEYS:
+        webhook_configs.set_defaults(obj)
+    elif (resource_type.group, resource_type.kind) == (
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+    ):
+        _default_crd(obj)
 
 
 def _image_pull_policy(image: str) -> str:
@@ -186,9 +219,8 @@ def _qos_class(spec: Obj) -> str:
     return "Burstable" if requests_any else "BestEffort"
 
 
-def _default_job(obj: Obj) -> None:
-    spec = obj.setdefault("spec", {})
-    meta = obj["metadata"]
+def _default_job_spec(spec: Obj) -> None:
+    """SetDefaults_Job, but for the labels it copies from the template."""
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
         spec["parallelism"] = 1
@@ -197,6 +229,15 @@ def _default_job(obj: Obj) -> None:
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    template = spec.setdefault("template", {})
+    if isinstance(template, dict):
+        _default_pod_spec(template.setdefault("spec", {}), top_level=False)
+
+
+def _default_job(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    meta = obj["metadata"]
+    _default_job_spec(spec)
     template = spec.setdefault("template", {})
     template_meta = template.setdefault("metadata", {})
     if not spec.get("manualSelector"):
@@ -209,7 +250,6 @@ def _default_job(obj: Obj) -> None:
         labels["job-name"] = meta["name"]
     if not meta.get("labels") and template_meta.get("labels"):
         meta["labels"] = dict(template_meta["labels"])  # as batch/v1 SetDefaults_Job does
-    _default_pod_spec(template.setdefault("spec", {}), top_level=False)
 
 
 def _default_crd(obj: Obj) -> None:
@@ -238,6 +278,8 @@ def validate(resource_type: ResourceType, obj: Obj) -> Causes:
         causes += _validate_job(obj)
     elif kind == ("apiextensions.k8s.io", "CustomResourceDefinition"):
         causes += _validate_crd(obj)
+    elif resource_type.key in webhook_configs.KEYS:
+        causes += webhook_configs.validate(obj)
     return causes
 
 

@@ -207,6 +207,16 @@ BUILTIN_COLUMNS: dict[str, tuple[Column, ...]] = {
         ("Holder", "string", 0, _field(".spec.holderIdentity")),
         _AGE,
     ),
+    "admissionregistration.k8s.io/mutatingwebhookconfigurations": (
+        _NAME,
+        ("Webhooks", "integer", 0, lambda o, n: len(o.get("webhooks") or [])),
+        _AGE,
+    ),
+    "admissionregistration.k8s.io/validatingwebhookconfigurations": (
+        _NAME,
+        ("Webhooks", "integer", 0, lambda o, n: len(o.get("webhooks") or [])),
+        _AGE,
+    ),
     "apiextensions.k8s.io/customresourcedefinitions": (
         _NAME,
         ("Created At", "date", 0, lambda o, n: o.get("metadata", {}).get("creationTimestamp")),

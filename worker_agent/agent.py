@@ -21,6 +21,7 @@ from typing import Any
 
 from kueue_api import Configuration
 from kueue_api.conditions import find_condition
+from kueue_api.webhooks.server import WebhookServer
 from worker_agent.admission_checks.base import AdmissionCheckController
 from worker_agent.admission_checks.node_capacity import NodeCapacityCheck
 from worker_agent.admission_checks.runner import AdmissionCheckRunner
@@ -52,6 +53,7 @@ from worker_agent.resources import (
     ResourceType,
 )
 from worker_agent.scheduling import SchedulingLoop
+from worker_agent.webhooks import WebhookConfig, agent_webhook_server
 from worker_agent.workloads import cluster_queue_of
 from worker_agent.writer import ObjectWriter
 
@@ -96,6 +98,8 @@ class AgentConfig:
     requeue_backoff_limit: int | None = None
     """waitForPodsReady.requeuingStrategy.backoffLimitCount: a workload timed out once more
     than this many requeues is deactivated (RequeuingLimitExceeded); None requeues forever."""
+    webhook: WebhookConfig | None = None
+    """Serve Kueue's admission webhooks (worker_agent.webhooks); None: no webhook."""
     configuration: Configuration | None = None
     """The user's Kueue Configuration: the engine follows all of it (fair sharing, admission
     fair sharing, resources, DRA); its waitForPodsReady arrives through the fields above
@@ -375,6 +379,12 @@ class Agent:
             self.health = HealthServer(
                 lambda: self.ready, self.metrics.render, config.metrics_host, config.metrics_port
             )
+        self.webhooks: WebhookServer | None = None
+        if config.webhook is not None:
+            self.webhooks = agent_webhook_server(
+                config.webhook, client, self.informers, config.configuration
+            )
+        self._webhooks_started: asyncio.Task[None] | None = None
         self._run: _LeaderRun | None = None
         self._leadership: asyncio.Task[None] | None = None
         for rt in resources:
@@ -432,7 +442,29 @@ class Agent:
         self.recorder.start()
         if self.reporter is not None:
             self.reporter.start()
+        if self.webhooks is not None:
+            self._webhooks_started = asyncio.create_task(
+                self._serve_webhooks(self.webhooks), name="webhooks"
+            )
         self._leadership = asyncio.create_task(self._lead(), name="leadership")
+
+    async def _serve_webhooks(self, server: WebhookServer) -> None:
+        """Serve once the caches are synced: an answer from empty caches would miss the
+        namespace's default LocalQueue (until then kube-apiserver's call fails, and with
+        failurePolicy Fail the object waits for a retry rather than going in unqueued)."""
+        await self.informers.wait_synced()
+        while True:
+            try:
+                await server.start()
+                log.info("admission webhooks served on port %s", server.port)
+                return
+            except ApiError as error:
+                # Its namespace or RBAC missing, say: the message says which.
+                log.warning("admission webhooks could not start (%s); retrying", error)
+                await asyncio.sleep(5.0)
+            except Exception:
+                log.exception("admission webhooks could not start; retrying")
+                await asyncio.sleep(5.0)
 
     async def _lead(self) -> None:
         """Lead whenever we hold the lease; a failure inside a term ends only that term."""
@@ -470,6 +502,11 @@ class Agent:
         if self._leadership is not None:
             await cancel_quietly(self._leadership)
             self._leadership = None
+        if self._webhooks_started is not None:
+            await cancel_quietly(self._webhooks_started)
+            self._webhooks_started = None
+        if self.webhooks is not None:
+            await self.webhooks.stop()
         if release_lease and self.config.leader_elect:
             await self.elector.release()
         if self.reporter is not None:

@@ -32,10 +32,11 @@ from sqlalchemy.orm import load_only
 
 from kueue_api.documents import DocumentError, load_yaml
 from kueue_api.timestamps import rfc3339
+from kueue_api.webhooks.server import WebhookServer
 from manager import states
 from manager.db import clusters as cluster_queries
 from manager.db import workloads as workload_queries
-from manager.db.credentials import EncryptionKeyError, new_token, token_digest
+from manager.db.credentials import EncryptionKeyError, new_token
 from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
 from manager.jobs import (
@@ -58,6 +59,7 @@ from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 from manager.runtime import ManagerRuntime
 from manager.settings import MANAGER_NAMESPACE
 from manager.sources.manager_workload import Record, status_key, workload_body, workload_status
+from manager.webhooks import manager_webhook_server
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +117,46 @@ class ManagerClusterSource:
         self._workload_status: dict[tuple[str, str], tuple[object, ...]] = {}
         self._kubeconfig_digest: dict[str, str] = {}
         self.passes = 0
+        settings = runtime.settings
+        self.webhooks: WebhookServer | None = None
+        if settings.webhook_port is not None and settings.webhook_url is not None:
+            self.webhooks = manager_webhook_server(
+                self._connection,
+                kueue_namespace,
+                host=settings.webhook_host,
+                port=settings.webhook_port,
+                url=settings.webhook_url,
+            )
+        self._serving: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         self._runtime.dispatcher.on_change(self._wake.set)  # worker status to copy back
         self._connection.start()
         self._task = asyncio.create_task(self._run(), name="manager-cluster-source")
+        if self.webhooks is not None:
+            self._serving = asyncio.create_task(
+                self._serve_webhooks(self.webhooks), name="manager-webhooks"
+            )
+
+    async def _serve_webhooks(self, server: WebhookServer) -> None:
+        """Serve once the caches are listed (a decision needs the queues and checks)."""
+        while True:
+            if self._connection.ready:
+                try:
+                    await server.start()
+                    log.info("manager cluster webhooks served on port %s", server.port)
+                    return
+                except Exception as error:
+                    log.warning("manager cluster webhooks could not start yet: %s", error)
+            await asyncio.sleep(1.0)
 
     async def stop(self) -> None:
+        if self._serving is not None:
+            self._serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._serving
+        if self.webhooks is not None:
+            await self.webhooks.stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -293,7 +328,7 @@ class ManagerClusterSource:
                     session,
                     name=name,
                     kubeconfig_encrypted=encrypted,
-                    token_sha256=token_digest(new_token()),
+                    token_digest=runtime.tokens.digest(new_token()),
                     source=CLUSTER_SOURCE,
                     now=now,
                 )

@@ -20,6 +20,7 @@ from kueue_api.loader import load_documents
 from mkq.profiling import profiled
 from worker_agent.agent import Agent, AgentConfig, settings_from
 from worker_agent.kube_client import ApiError, KubeClient
+from worker_agent.webhooks import WebhookConfig
 
 
 @click.group()
@@ -50,9 +51,58 @@ def agent() -> None:
 )
 @click.option("--metrics-port", type=int, default=None, help="Serve /healthz, /readyz, /metrics.")
 @click.option("--metrics-host", default="127.0.0.1", show_default=True)
+@click.option(
+    "--webhook-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Serve Kueue's admission webhooks (HTTPS) on this port: a queued Job is created "
+    "suspended, a queued Pod gated, invalid Kueue objects refused. Off by default.",
+)
+@click.option("--webhook-host", default="0.0.0.0", show_default=True)
+@click.option(
+    "--webhook-namespace",
+    default="mkq-system",
+    show_default=True,
+    help="The agent's namespace: its webhook certificate Secret, left out by the webhooks.",
+)
+@click.option(
+    "--webhook-service",
+    default="mkq-agent-webhook",
+    show_default=True,
+    help="The Service kube-apiserver reaches the webhooks through (its names are in the "
+    "certificate); the configurations deploy/ installs get their caBundle from the agent.",
+)
+@click.option(
+    "--webhook-url",
+    default=None,
+    help="Out of cluster: the https URL kube-apiserver reaches this server at; the agent "
+    "then writes the webhook configurations itself.",
+)
 @click.option("--context", default=None, help="Kubeconfig context (default: current).")
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
 @click.option("--lease-namespace", default="default", show_default=True)
+@click.option(
+    "--lease-duration",
+    type=click.FloatRange(min=1, min_open=False),
+    default=15.0,
+    show_default=True,
+    help="Seconds a standby waits for a leader that stopped renewing (Kueue's "
+    "leaderElection.leaseDuration).",
+)
+@click.option(
+    "--renew-deadline",
+    type=click.FloatRange(min=0.5),
+    default=10.0,
+    show_default=True,
+    help="Seconds the leader keeps trying to renew before it steps down (renewDeadline).",
+)
+@click.option(
+    "--retry-period",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    help="Seconds between tries to acquire or renew the Lease (retryPeriod).",
+)
 @click.option(
     "--report-interval",
     type=click.FloatRange(min=0.1),
@@ -103,9 +153,17 @@ def run(
     token_file: str | None,
     metrics_port: int | None,
     metrics_host: str,
+    webhook_port: int | None,
+    webhook_host: str,
+    webhook_namespace: str,
+    webhook_service: str,
+    webhook_url: str | None,
     context: str | None,
     leader_elect: bool,
     lease_namespace: str,
+    lease_duration: float,
+    renew_deadline: float,
+    retry_period: float,
     report_interval: float,
     wait_for_pods_ready_timeout: float,
     wait_for_pods_ready_recovery_timeout: float | None,
@@ -130,6 +188,18 @@ def run(
     if manager_url and not token:
         console.print("[red]error:[/red] --token is required with --manager-url")
         sys.exit(2)
+    if not retry_period < renew_deadline < lease_duration:
+        console.print(
+            "[red]error:[/red] --retry-period < --renew-deadline < --lease-duration must hold "
+            f"(got {retry_period}, {renew_deadline}, {lease_duration})"
+        )
+        sys.exit(2)
+    if webhook_url is not None and webhook_port is None:
+        console.print("[red]error:[/red] --webhook-url needs --webhook-port")
+        sys.exit(2)
+    if webhook_url is not None and not webhook_url.startswith("https://"):
+        console.print(f"[red]error:[/red] --webhook-url {webhook_url}: must be an https:// URL")
+        sys.exit(2)
     if not Path(kubeconfig).is_file():
         console.print(f"[red]error:[/red] --kubeconfig {kubeconfig}: no such file")
         sys.exit(2)
@@ -152,7 +222,19 @@ def run(
         metrics_host=metrics_host,
         leader_elect=leader_elect,
         lease_namespace=lease_namespace,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=retry_period,
         report_interval=report_interval,
+        webhook=WebhookConfig(
+            port=webhook_port,
+            host=webhook_host,
+            namespace=webhook_namespace,
+            service=webhook_service,
+            url=webhook_url,
+        )
+        if webhook_port is not None
+        else None,
         **agent_settings(ctx, configuration),
     )
     try:

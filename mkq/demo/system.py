@@ -29,8 +29,33 @@ from mkq.demo.manifests import EXAMPLES, apply_file, create
 from mkq.realk8s.clusters import RealCluster, clusters_running
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import KubeClient
+from worker_agent.webhooks import WebhookConfig
 
 CRDS = EXAMPLES.parent / "crds"
+MANAGER_SECRETS = EXAMPLES.parent / "base" / "manager" / "secrets.yaml"
+WEBHOOK_SECRET = "mkq-manager-webhook-cert"
+
+
+def manager_webhook_secret() -> dict[str, Any]:
+    """The manager's webhook certificate Secret as deploy/ ships it: empty, for the manager
+    to fill (its RBAC may update it, not create Secrets)."""
+    for document in yaml.safe_load_all(MANAGER_SECRETS.read_text()):
+        if document and document["metadata"]["name"] == WEBHOOK_SECRET:
+            return dict(document)
+    raise RuntimeError(f"{MANAGER_SECRETS}: no Secret {WEBHOOK_SECRET}")
+
+
+def agent_namespace() -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
+
+
+def agent_webhooks(port: int) -> WebhookConfig:
+    """An agent's webhooks out of cluster: on loopback, where the API server calls them."""
+    return WebhookConfig(
+        port=port, host="127.0.0.1", url=f"https://127.0.0.1:{port}", namespace=KUEUE_NAMESPACE
+    )
+
+
 MANAGER = "manager"
 WORKERS = ("worker-cpu", "worker-tas", "worker-gpu")
 KUEUE_NAMESPACE = MANAGER_NAMESPACE  # where the manager reads MultiKueueCluster Secrets
@@ -143,6 +168,7 @@ async def _stop_server(server: uvicorn.Server, task: asyncio.Task[None]) -> None
 
 
 def _manager_settings(database_url: str) -> ManagerSettings:
+    webhook_port = _free_port()
     return ManagerSettings(
         database_url=database_url,
         api_token=secrets.token_urlsafe(24),
@@ -151,6 +177,9 @@ def _manager_settings(database_url: str) -> ManagerSettings:
         manager_cluster_seconds=0.5,
         resync_seconds=2.0,
         gc_seconds=2.0,
+        webhook_port=webhook_port,
+        webhook_host="127.0.0.1",
+        webhook_url=f"https://127.0.0.1:{webhook_port}",
     )
 
 
@@ -202,6 +231,9 @@ async def start_system(
         clients = await open_clients(stack, clusters)
         for name in WORKERS:
             await apply_file(clients[name], EXAMPLES / f"{name}-setup.yaml")
+            # The agent's namespace (deploy/base/agent/namespace.yaml): its webhook
+            # certificate Secret goes there.
+            await create(clients[name], agent_namespace())
 
         engine = make_engine(database_url)
         try:
@@ -223,6 +255,7 @@ async def start_system(
         async with system.api() as api:
             tokens = await register_workers(api, clusters, WORKERS)
         await publish_kubeconfigs(clients[MANAGER], clusters, WORKERS)
+        await create(clients[MANAGER], manager_webhook_secret())
         await apply_file(clients[MANAGER], EXAMPLES / "manager-setup.yaml")
         for name in WORKERS:
             config = AgentConfig(
@@ -230,6 +263,8 @@ async def start_system(
                 manager_url=system.api_url,
                 token=tokens[name],
                 report_interval=0.5,
+                # Kueue's webhooks: a Job is suspended, a Pod gated, when it is created.
+                webhook=agent_webhooks(_free_port()),
             )
             agent = Agent(config, clients[name])
             await agent.start()

@@ -38,6 +38,40 @@ async def wait_connected(
         within=30,
         what="every MultiKueueCluster Active in the manager cluster",
     )
+    await wait_manager_webhook(system)
+
+
+async def wait_manager_webhook(system: System) -> None:
+    """The manager cluster's API server calls the manager's webhook: a server-side dry run of
+    a queued Job comes back with `managedBy` (the webhook serves once it has listed the
+    queues, and writes its configuration then)."""
+    from tests.e2e.jobs import job
+
+    probe = job("webhook-probe", route="manager-cluster")
+    probe["spec"].pop("managedBy", None)
+
+    async def defaulted() -> dict[str, Any]:
+        try:
+            text = await kubectl(
+                system.kubeconfigs[MANAGER_CLUSTER],
+                "create",
+                "--dry-run=server",
+                "-o",
+                "json",
+                "-f",
+                "-",
+                stdin=json.dumps(probe),
+            )
+        except AssertionError:
+            return {}
+        return dict(json.loads(text).get("spec") or {})
+
+    await eventually(
+        defaulted,
+        lambda spec: spec.get("managedBy") == "kueue.x-k8s.io/multikueue",
+        within=30,
+        what="the manager cluster's webhook answering",
+    )
 
 
 async def active_multikueue_clusters(system: System) -> set[str]:

@@ -1,5 +1,6 @@
 """The manager stops mid-flight and starts again on the same database: nothing is lost and
-nothing runs twice."""
+nothing runs twice; a Job sent to the manager cluster meanwhile is refused by its webhook (not
+run unqueued), and queued when sent again."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from tests.e2e.backends.base import api_client
 from tests.e2e.conftest import StartSystem
 from tests.e2e.jobs import completions, job, unique
 from tests.e2e.observe import eventually, wait_all_final, workload
-from tests.e2e.steps import submit_rest, submit_to_manager_cluster, wait_connected
+from tests.e2e.steps import (
+    submit_rest,
+    submit_to_manager_cluster,
+    wait_connected,
+    wait_manager_webhook,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -40,11 +46,14 @@ async def test_restart_loses_nothing_and_runs_nothing_twice(
             what="the first Job running",
         )
 
+        late = job(unique("while-down"), pods=2, seconds=1, route="manager-cluster")
+        late["spec"].pop("managedBy", None)
+        late["spec"].pop("suspend", None)
         async with system.manager_stopped():
-            # Work keeps arriving at the manager cluster while the manager is down.
-            late = job(unique("while-down"), pods=2, seconds=1, route="manager-cluster")
-            jobs[late["metadata"]["name"]] = late
-            await submit_to_manager_cluster(system, late)
+            # A Job sent to the manager cluster while the manager (its webhook) is down is
+            # refused, as Kueue's failurePolicy Fail refuses it: never created unqueued.
+            with pytest.raises(AssertionError, match="failed calling webhook"):
+                await submit_to_manager_cluster(system, late)
             # ...and the running Job finishes in its worker before the manager is back.
             first = next(iter(jobs))
 
@@ -58,6 +67,10 @@ async def test_restart_loses_nothing_and_runs_nothing_twice(
                 what=f"{first} finished in its worker while the manager is down",
             )
 
+        # The user sends it again once the manager is back, and it is queued as written.
+        await wait_manager_webhook(system)
+        await submit_to_manager_cluster(system, late)
+        jobs[late["metadata"]["name"]] = late
         records = await wait_all_final(api, [("team-a", n) for n in jobs], within=60)
         for (namespace, name), record in records.items():
             assert record["state"] == "Succeeded", record

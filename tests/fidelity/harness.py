@@ -35,6 +35,8 @@ class Response:
 
     status: int
     body: Any
+    # The Warning headers' values (`299 - "text"`), in order.
+    warnings: tuple[str, ...] = ()
 
     @property
     def obj(self) -> dict[str, Any]:
@@ -110,7 +112,7 @@ class Client:
             decoded = json.loads(raw) if raw else None
         except ValueError:
             decoded = raw.decode("utf-8", "replace")
-        return Response(response.status, decoded)
+        return Response(response.status, decoded, tuple(response.headers.getall("Warning", ())))
 
     async def ok(
         self,

@@ -9,7 +9,6 @@ from tests.fidelity.harness import Client, Kubectl, eventually, jwt_claims, kube
 RBAC = (
     "RBAC is not enforced: every authenticated token (admin or ServiceAccount) may do everything."
 )
-WEBHOOK = "Admission webhooks are not supported: admissionregistration.k8s.io is not served."
 
 SA_TOKEN = "kubernetes.io/service-account-token"
 
@@ -179,7 +178,6 @@ async def test_unauthenticated_requests_are_401(kube: Client) -> None:
     assert answer.obj["reason"] == "Unauthorized" and answer.obj["kind"] == "Status"
 
 
-@kubesim_difference(WEBHOOK)
 async def test_validating_webhook_with_failure_policy_fail_blocks_matching_writes(
     kube: Client, namespace: str
 ) -> None:

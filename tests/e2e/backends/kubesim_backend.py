@@ -29,7 +29,10 @@ from mkq.demo.system import (
     _free_port,
     _serve,
     _stop_server,
+    agent_namespace,
+    agent_webhooks,
     cluster_specs,
+    manager_webhook_secret,
     open_clients,
     publish_kubeconfigs,
     register_workers,
@@ -162,6 +165,7 @@ async def _register(system: KubesimSystem) -> dict[str, str]:
         tokens = await register_workers(api, routed, WORKERS)
     client = system.clients[MANAGER_CLUSTER]
     await publish_kubeconfigs(client, routed, WORKERS)
+    await create(client, manager_webhook_secret())
     for obj in manager_setup(WORKERS):
         await create(client, obj)
     return tokens
@@ -183,9 +187,14 @@ class KubesimBackend:
             clients = await open_clients(stack, clusters)
             for name in WORKERS:
                 await apply_file(clients[name], EXAMPLES / f"{name}-setup.yaml")
+                await create(clients[name], agent_namespace())
+            webhook_port = _free_port()
             settings = ManagerSettings(
                 api_token=secrets.token_urlsafe(24),
                 encryption_key=Fernet.generate_key().decode(),
+                webhook_port=webhook_port,
+                webhook_host="127.0.0.1",
+                webhook_url=f"https://127.0.0.1:{webhook_port}",
                 **{**BASE_SETTINGS, "database_url": self.database_url, **options.manager},
             )
             system = KubesimSystem(clusters, clients, settings, _free_port())
@@ -205,6 +214,7 @@ class KubesimBackend:
                     manager_url=system.api_url,
                     token=tokens[name],
                     report_interval=0.5,
+                    webhook=agent_webhooks(_free_port()),
                     # A killed agent's Lease is taken over within seconds, not 15.
                     lease_duration=4.0,
                     renew_deadline=3.0,

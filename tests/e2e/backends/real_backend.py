@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import os
 import secrets
 import signal
@@ -30,13 +31,14 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 import yaml
 from cryptography.fernet import Fernet
 
 from mkq.demo.manifests import EXAMPLES, read_documents
-from mkq.demo.system import _free_port, install_crds
+from mkq.demo.system import _free_port, install_crds, manager_webhook_secret
 from mkq.realk8s.clusters import (
     RealCluster,
     kubeconfig_document,
@@ -46,6 +48,7 @@ from mkq.realk8s.clusters import (
 )
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
 from tests.e2e.backends.setup import manager_setup, run_command, token_secret_kubeconfig
+from tests.fault_proxy import FaultProxy
 from tests.realk8s import real_clusters
 
 REPO = EXAMPLES.parents[1]
@@ -102,8 +105,10 @@ class RealEnvironment:
             self.access[worker] = self._manager_access_kubeconfig(worker)
         for part in ("namespace.yaml", "rbac.yaml"):
             self.kubectl(MANAGER_CLUSTER, "apply", "-f", str(DEPLOY / "base" / "manager" / part))
+        # The manager's webhook certificate Secret ships empty with its other Secrets.
+        self.apply(MANAGER_CLUSTER, [manager_webhook_secret()])
         self.identities[MANAGER_CLUSTER] = self._token_kubeconfig(MANAGER_CLUSTER, "mkq-manager")
-        self._publish_kubeconfigs()
+        self.publish_kubeconfigs(self.access)
         self.apply(MANAGER_CLUSTER, manager_setup(WORKERS))
 
     def _token_kubeconfig(self, cluster: str, account: str) -> Path:
@@ -137,10 +142,10 @@ class RealEnvironment:
             time.sleep(0.5)
         return token_secret_kubeconfig(worker, self.clusters[worker].server, data)
 
-    def _publish_kubeconfigs(self) -> None:
+    def publish_kubeconfigs(self, kubeconfigs: Mapping[str, dict[str, Any]]) -> None:
         """The manager setup's MultiKueueClusters name Secrets `<worker>-kubeconfig`."""
         for worker in WORKERS:
-            text = yaml.safe_dump(self.access[worker])
+            text = yaml.safe_dump(kubeconfigs[worker])
             secret = {
                 "apiVersion": "v1",
                 "kind": "Secret",
@@ -286,6 +291,10 @@ class RealSystem:
     manager: Process | None = None
     agents: dict[str, Process] = field(default_factory=dict)
     frozen: set[str] = field(default_factory=set)
+    tokens: dict[str, str] = field(default_factory=dict)
+    webhook_ports: dict[str, int] = field(default_factory=dict)
+    # The manager reaches each worker through one of these (the agents do not).
+    links: dict[str, FaultProxy] = field(default_factory=dict)
 
     @property
     def workers(self) -> tuple[str, ...]:
@@ -335,39 +344,75 @@ class RealSystem:
                 await asyncio.sleep(0.2)
 
     async def start_agents(self, tokens: Mapping[str, str]) -> None:
+        self.tokens.update(tokens)
         for worker in WORKERS:
-            agent = Process(
-                f"agent {worker}",
-                [
-                    str(MKQ),
-                    "agent",
-                    "run",
-                    "--kubeconfig",
-                    str(self.environment.identities[worker]),
-                    "--cluster-name",
-                    worker,
-                    "--manager-url",
-                    self.api_url,
-                    "--lease-namespace",
-                    NAMESPACE,
-                    "--report-interval",
-                    "0.5",
-                ],
-                # The token as the Deployment gives it: in the environment, never in argv.
-                {
-                    **{k: v for k, v in os.environ.items() if not k.startswith("MKQ_")},
-                    "MKQ_AGENT_TOKEN": tokens[worker],
-                },
-                self.logs / f"agent-{worker}.log",
-            )
-            agent.start()
-            self.agents[worker] = agent
+            await self.start_agent(worker)
+
+    async def start_agent(self, worker: str) -> None:
+        agent = Process(
+            f"agent {worker}",
+            [
+                str(MKQ),
+                "agent",
+                "run",
+                "--kubeconfig",
+                str(self.environment.identities[worker]),
+                "--cluster-name",
+                worker,
+                "--manager-url",
+                self.api_url,
+                "--lease-namespace",
+                NAMESPACE,
+                "--report-interval",
+                "0.5",
+                # Kueue's webhooks, reached by this cluster's kube-apiserver on loopback.
+                "--webhook-port",
+                str(self.webhook_ports[worker]),
+                "--webhook-host",
+                "127.0.0.1",
+                "--webhook-url",
+                f"https://127.0.0.1:{self.webhook_ports[worker]}",
+                # A killed agent's Lease is taken over within seconds, not 15.
+                "--lease-duration",
+                "4",
+                "--renew-deadline",
+                "3",
+                "--retry-period",
+                "0.5",
+            ],
+            # The token as the Deployment gives it: in the environment, never in argv.
+            {
+                **{k: v for k, v in os.environ.items() if not k.startswith("MKQ_")},
+                "MKQ_AGENT_TOKEN": self.tokens[worker],
+            },
+            self.logs / f"agent-{worker}.log",
+        )
+        agent.start()
+        self.agents[worker] = agent
+
+    async def kill_agent(self, worker: str) -> None:
+        agent = self.agents.pop(worker, None)
+        if agent is not None and agent.process is not None:
+            agent.signal(signal.SIGKILL)
+            await asyncio.to_thread(agent.process.wait)
 
     async def make_unreachable(self, worker: str) -> None:
+        await self.freeze(worker)
+
+    async def freeze(self, worker: str) -> None:
         self.environment.freeze(worker, signal.SIGSTOP)
         self.frozen.add(worker)
         if worker in self.agents:
             self.agents[worker].signal(signal.SIGSTOP)
+
+    async def thaw(self, worker: str) -> None:
+        self.environment.freeze(worker, signal.SIGCONT)
+        self.frozen.discard(worker)
+        if worker in self.agents:
+            self.agents[worker].signal(signal.SIGCONT)
+
+    def link(self, worker: str) -> FaultProxy:
+        return self.links[worker]
 
     @contextlib.asynccontextmanager
     async def manager_stopped(self) -> AsyncIterator[None]:
@@ -404,18 +449,24 @@ class RealBackend:
     async def system(self, options: SystemOptions) -> AsyncIterator[RealSystem]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MKQ_")}
         env.update(BASE_ENV)
-        env.update({f"MKQ_{key.upper()}": str(value) for key, value in options.manager.items()})
         env["MKQ_DATABASE_URL"] = self.database_url
         env["MKQ_API_TOKEN"] = secrets.token_urlsafe(24)
         env["MKQ_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
+        env.update({f"MKQ_{key.upper()}": str(value) for key, value in options.manager.items()})
         logs = Path(tempfile.mkdtemp(prefix="logs-", dir=self.environment.scratch))
+        webhook_port = _free_port()
+        env["MKQ_WEBHOOK_PORT"] = str(webhook_port)
+        env["MKQ_WEBHOOK_HOST"] = "127.0.0.1"
+        env["MKQ_WEBHOOK_URL"] = f"https://127.0.0.1:{webhook_port}"
         system = RealSystem(self.environment, env, _free_port(), logs)
+        system.webhook_ports = {worker: _free_port() for worker in WORKERS}
         try:
+            routed = await self._links(system)
             await system.start_manager()
             async with api_client(system) as api:
                 tokens: dict[str, str] = {}
                 for worker in WORKERS:
-                    kubeconfig = yaml.safe_dump(self.environment.access[worker])
+                    kubeconfig = yaml.safe_dump(routed[worker])
                     response = await api.post(
                         "/clusters", json={"name": worker, "kubeconfig": kubeconfig}
                     )
@@ -432,3 +483,21 @@ class RealBackend:
                 raise AssertionError("a process of the system died:\n" + "\n".join(failures))
         finally:
             await system.shut_down()
+            for proxy in system.links.values():
+                await proxy.close()
+
+    async def _links(self, system: RealSystem) -> dict[str, dict[str, Any]]:
+        """A FaultProxy in front of each worker's API server; the kubeconfigs the manager gets
+        (REST and its MultiKueueClusters' Secrets) name the proxy."""
+        routed: dict[str, dict[str, Any]] = {}
+        for worker in WORKERS:
+            server = urlparse(self.environment.clusters[worker].server)
+            proxy = FaultProxy(int(server.port or 0))
+            await proxy.start()
+            system.links[worker] = proxy
+            document = copy.deepcopy(self.environment.access[worker])
+            for entry in document["clusters"]:
+                entry["cluster"]["server"] = f"https://{proxy.address}"
+            routed[worker] = document
+        await asyncio.to_thread(self.environment.publish_kubeconfigs, routed)
+        return routed

@@ -1,0 +1,141 @@
+"""The Mutating- and ValidatingWebhookConfigurations of a webhook server, built in one place:
+deploy/base/agent/webhooks.yaml is this module's output for the in-cluster Service (a test
+compares them), and the demo and the tests install it for a server reached by URL.
+
+Scoped as Kueue's (config/components/webhook/manifests.yaml): jobs and pods at creation are
+mutated with failurePolicy Fail (a Job must not start unqueued because the webhook was down),
+Kueue's objects and job updates are validated; namespaces `kube-system` and the agent's own are
+left out, so the control plane and the agent never wait on the agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+JsonObject = dict[str, Any]
+
+MUTATING_NAME = "mkq-agent-mutating"
+VALIDATING_NAME = "mkq-agent-validating"
+MUTATE_PATH = "/mutate"
+VALIDATE_PATH = "/validate"
+TIMEOUT_SECONDS = 10
+
+# (webhook name, apiGroups, apiVersions, resources, framework)
+_MUTATED = (
+    ("mjob.mkq.dev", "batch", "v1", "jobs", "batch/job"),
+    ("mjobset.mkq.dev", "jobset.x-k8s.io", "v1alpha2", "jobsets", "jobset.x-k8s.io/jobset"),
+    ("mpod.mkq.dev", "", "v1", "pods", "pod"),
+)
+_KUEUE_RESOURCES = (
+    "clusterqueues",
+    "cohorts",
+    "localqueues",
+    "resourceflavors",
+    "workloads",
+    "workloadpriorityclasses",
+    "admissionchecks",
+    "topologies",
+)
+
+
+def _client_config(
+    path: str, *, url: str | None, service: tuple[str, str] | None, ca_bundle: str | None
+) -> JsonObject:
+    config: JsonObject = {}
+    if url is not None:
+        config["url"] = url.rstrip("/") + path
+    elif service is not None:
+        namespace, name = service
+        config["service"] = {"namespace": namespace, "name": name, "path": path, "port": 443}
+    if ca_bundle:
+        config["caBundle"] = ca_bundle
+    return config
+
+
+def _namespace_selector(own_namespace: str) -> JsonObject:
+    return {
+        "matchExpressions": [
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": sorted({"kube-system", own_namespace}),
+            }
+        ]
+    }
+
+
+def webhook_configurations(
+    own_namespace: str,
+    *,
+    url: str | None = None,
+    service: tuple[str, str] | None = None,
+    ca_bundle: str | None = None,
+    frameworks: Sequence[str] = ("batch/job", "jobset.x-k8s.io/jobset", "pod"),
+    owner: str = "mkq-agent",
+) -> list[JsonObject]:
+    """The two configurations (`<owner>-mutating`, `<owner>-validating`), the server reached at
+    `url` or through `service` (namespace, name)."""
+    selector = _namespace_selector(own_namespace)
+
+    def webhook(name: str, path: str, rules: list[JsonObject], policy: str) -> JsonObject:
+        return {
+            "name": name,
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": _client_config(path, url=url, service=service, ca_bundle=ca_bundle),
+            "failurePolicy": policy,
+            "matchPolicy": "Equivalent",
+            "namespaceSelector": selector,
+            "rules": rules,
+            "sideEffects": "None",
+            "timeoutSeconds": TIMEOUT_SECONDS,
+        }
+
+    def rule(group: str, version: str, resource: str, *operations: str) -> JsonObject:
+        return {
+            "apiGroups": [group],
+            "apiVersions": [version],
+            "operations": list(operations),
+            "resources": [resource],
+        }
+
+    mutating = [
+        webhook(name, MUTATE_PATH, [rule(group, version, resource, "CREATE")], "Fail")
+        for name, group, version, resource, framework in _MUTATED
+        if framework in frameworks
+    ]
+    for entry in mutating:
+        if entry["name"] == "mpod.mkq.dev":
+            # Only pods that ask for a queue: the pods a Job controller creates (and every
+            # other pod) are never held up by this webhook, even when it is down.
+            entry["objectSelector"] = {
+                "matchExpressions": [{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}]
+            }
+    validating = [
+        webhook(
+            "vkueue.mkq.dev",
+            VALIDATE_PATH,
+            [rule("kueue.x-k8s.io", "v1beta2", r, "CREATE", "UPDATE") for r in _KUEUE_RESOURCES],
+            "Fail",
+        )
+    ]
+    validating += [
+        webhook("v" + name[1:], VALIDATE_PATH, [rule(group, version, resource, "UPDATE")], "Fail")
+        for name, group, version, resource, framework in _MUTATED
+        if framework in frameworks and framework != "pod"
+    ]
+    api = "admissionregistration.k8s.io/v1"
+    return [
+        {
+            "apiVersion": api,
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": f"{owner}-mutating"},
+            "webhooks": mutating,
+        },
+        {
+            "apiVersion": api,
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": f"{owner}-validating"},
+            "webhooks": validating,
+        },
+    ]

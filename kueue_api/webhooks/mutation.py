@@ -1,0 +1,238 @@
+"""Defaulting at creation, as Kueue's mutating webhooks do it (pkg/controller/jobframework/
+defaults.go, pkg/controller/jobs/job/job_webhook.go, jobset_webhook.go, pod/pod_webhook.go):
+
+- a job without a queue name takes its namespace's LocalQueue `default` when one exists
+  (ApplyDefaultLocalQueue);
+- a job Kueue manages (a queue name, or manageJobsWithoutQueueName in a namespace the
+  managedJobsNamespaceSelector selects) is created suspended (ApplyDefaultForSuspend), unless a
+  job kind Kueue manages owns it (its owner is queued instead);
+- on a MultiKueue manager, a job whose LocalQueue's ClusterQueue has a MultiKueue admission
+  check gets `spec.managedBy: kueue.x-k8s.io/multikueue` (ApplyDefaultForManagedBy), so no
+  controller runs it there;
+- a managed pod gets the `kueue.x-k8s.io/managed` label and the `kueue.x-k8s.io/admission`
+  scheduling gate, so it waits unscheduled until admitted.
+
+Pure: the caller passes what the cluster holds through `ClusterView`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kueue_api.jsoncopy import json_copy
+from kueue_api.webhooks.review import Answer, Request, allow, deny, json_patch
+
+JsonObject = dict[str, Any]
+
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+MANAGED_LABEL = "kueue.x-k8s.io/managed"
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
+GROUP_TOTAL_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+DEFAULT_LOCAL_QUEUE = "default"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+# Kueue's framework names (Configuration integrations.frameworks) per (group, kind).
+FRAMEWORKS: Mapping[tuple[str, str], str] = {
+    ("batch", "Job"): "batch/job",
+    ("jobset.x-k8s.io", "JobSet"): "jobset.x-k8s.io/jobset",
+    ("", "Pod"): "pod",
+}
+# Owners whose children Kueue queues through them (a JobSet's Jobs, a Job's pods).
+_MANAGED_OWNERS: Mapping[str, tuple[str, str]] = {
+    "batch/job": ("batch", "Job"),
+    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "JobSet"),
+}
+
+
+class ClusterView(Protocol):
+    """What the webhook reads of the cluster (the caller's informer caches)."""
+
+    def local_queue(self, namespace: str, name: str) -> JsonObject | None: ...
+
+    def cluster_queue(self, name: str) -> JsonObject | None: ...
+
+    def admission_check(self, name: str) -> JsonObject | None: ...
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None: ...
+
+
+@dataclass(frozen=True)
+class Defaulting:
+    """The Kueue Configuration's fields the mutating webhooks follow."""
+
+    frameworks: frozenset[str] = frozenset({"batch/job"})
+    manage_jobs_without_queue_name: bool = False
+    # metav1.LabelSelector JSON; Kueue's default leaves out kube-system and its own namespace.
+    managed_jobs_namespace_selector: JsonObject | None = None
+    local_queue_defaulting: bool = True
+    multikueue: bool = False  # set managedBy for MultiKueue ClusterQueues (the manager side)
+    excluded_namespaces: frozenset[str] = field(default_factory=frozenset)
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """metav1.LabelSelector semantics on its JSON form; None selects everything here (the
+    caller passes Kueue's default when the Configuration has none)."""
+    if selector is None:
+        return True
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression.get("key"), expression.get("operator")
+        values = expression.get("values") or []
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _labels(obj: JsonObject) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def _owned_by_managed_kind(obj: JsonObject, settings: Defaulting) -> bool:
+    owners = (obj.get("metadata") or {}).get("ownerReferences") or []
+    managed = {_MANAGED_OWNERS[f] for f in settings.frameworks if f in _MANAGED_OWNERS}
+    for owner in owners:
+        group = str(owner.get("apiVersion") or "").partition("/")[0]
+        group = "" if "/" not in str(owner.get("apiVersion") or "") else group
+        if owner.get("controller") and (group, owner.get("kind")) in managed:
+            return True
+    return False
+
+
+def _namespace_selected(namespace: str, view: ClusterView, settings: Defaulting) -> bool:
+    labels = dict(view.namespace_labels(namespace) or {})
+    labels.setdefault(NAMESPACE_NAME_LABEL, namespace)
+    return selector_matches(settings.managed_jobs_namespace_selector, labels)
+
+
+def _is_multikueue_queue(namespace: str, queue: str, view: ClusterView) -> bool:
+    local_queue = view.local_queue(namespace, queue)
+    cluster_queue_name = ((local_queue or {}).get("spec") or {}).get("clusterQueue")
+    cluster_queue = view.cluster_queue(str(cluster_queue_name)) if cluster_queue_name else None
+    spec = (cluster_queue or {}).get("spec") or {}
+    names = [str(n) for n in spec.get("admissionChecks") or []]
+    strategy = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+    names += [str(entry.get("name")) for entry in strategy if entry.get("name")]
+    for name in names:
+        check = view.admission_check(name)
+        if ((check or {}).get("spec") or {}).get("controllerName") == MULTIKUEUE_CONTROLLER:
+            return True
+    return False
+
+
+def default_job(obj: JsonObject, view: ClusterView, settings: Defaulting) -> JsonObject:
+    """The job (batch/v1 Job or JobSet) as Kueue's webhook leaves it at creation."""
+    result = json_copy(obj)
+    metadata = result.setdefault("metadata", {})
+    namespace = str(metadata.get("namespace") or "")
+    spec = result.setdefault("spec", {})
+    if _owned_by_managed_kind(result, settings):
+        return result
+    labels = _labels(result)
+    if (
+        settings.local_queue_defaulting
+        and not labels.get(QUEUE_NAME_LABEL)
+        and not labels.get(PREBUILT_WORKLOAD_LABEL)
+        and view.local_queue(namespace, DEFAULT_LOCAL_QUEUE) is not None
+    ):
+        labels[QUEUE_NAME_LABEL] = DEFAULT_LOCAL_QUEUE
+        metadata["labels"] = labels
+    queue = labels.get(QUEUE_NAME_LABEL)
+    managed = bool(queue) or (
+        settings.manage_jobs_without_queue_name and _namespace_selected(namespace, view, settings)
+    )
+    if not managed:
+        return result
+    if (
+        settings.multikueue
+        and queue
+        and spec.get("managedBy") is None
+        and _is_multikueue_queue(namespace, queue, view)
+    ):
+        spec["managedBy"] = MULTIKUEUE_CONTROLLER
+    spec["suspend"] = True
+    return result
+
+
+def default_pod(obj: JsonObject, view: ClusterView, settings: Defaulting) -> JsonObject:
+    """A pod as Kueue's pod webhook leaves it: gated and labelled managed, when queued."""
+    result = json_copy(obj)
+    metadata = result.setdefault("metadata", {})
+    namespace = str(metadata.get("namespace") or "")
+    if _owned_by_managed_kind(result, settings):
+        return result
+    labels = _labels(result)
+    managed = bool(labels.get(QUEUE_NAME_LABEL)) or (
+        settings.manage_jobs_without_queue_name and _namespace_selected(namespace, view, settings)
+    )
+    if not managed:
+        return result
+    labels[MANAGED_LABEL] = "true"
+    metadata["labels"] = labels
+    spec = result.setdefault("spec", {})
+    gates = list(spec.get("schedulingGates") or [])
+    if not any(g.get("name") == ADMISSION_GATE for g in gates):
+        gates.append({"name": ADMISSION_GATE})
+    spec["schedulingGates"] = gates
+    return result
+
+
+def pod_group_problems(pod: JsonObject) -> list[str]:
+    """Kueue's pod-group rules checked at creation: a group pod names its total count."""
+    labels = _labels(pod)
+    if not labels.get(GROUP_NAME_LABEL):
+        return []
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    total = annotations.get(GROUP_TOTAL_ANNOTATION)
+    path = f"metadata.annotations[{GROUP_TOTAL_ANNOTATION}]"
+    if total is None:
+        return [f"{path}: Required value: a pod of a group names the group's size"]
+    try:
+        if int(total) < 1:
+            raise ValueError
+    except ValueError:
+        return [f"{path}: Invalid value: {total!r}: must be a positive integer"]
+    return []
+
+
+def mutate(request: Request, view: ClusterView, settings: Defaulting) -> Answer:
+    """The mutating webhook's answer for a job or pod being created."""
+    framework = FRAMEWORKS.get(request.group_kind)
+    obj = request.obj
+    if (
+        request.operation != "CREATE"
+        or framework not in settings.frameworks
+        or obj is None
+        or request.namespace in settings.excluded_namespaces
+    ):
+        return allow()
+    sent = obj
+    obj = {**obj, "metadata": {**(obj.get("metadata") or {}), "namespace": request.namespace}}
+    if framework == "pod":
+        problems = pod_group_problems(obj)
+        if problems:
+            return deny("; ".join(problems))
+        defaulted = default_pod(obj, view, settings)
+    else:
+        defaulted = default_job(obj, view, settings)
+    if "namespace" not in (sent.get("metadata") or {}):
+        defaulted["metadata"].pop("namespace", None)
+    return allow(json_patch(sent, defaulted))
+
+
+def frameworks_of(names: Sequence[str]) -> frozenset[str]:
+    """Kueue's framework names that have a webhook here."""
+    return frozenset(n for n in names if n in FRAMEWORKS.values())

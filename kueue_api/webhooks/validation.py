@@ -1,0 +1,100 @@
+"""Refusals at the door, as Kueue's validating webhooks (pkg/webhooks/*_webhook.go and the job
+kinds' ValidateCreate/ValidateUpdate): the same rules `mkq validate` applies
+(kueue_api.validation), answered as a 403 whose message lists every field refused.
+
+The CRD's OpenAPI schema has checked the object's shape before a webhook sees it, so an object
+our models cannot read (a field of a newer Kueue, say) is let through: only the rules refuse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from kueue_api.errors import FieldError
+from kueue_api.loader import model_for
+from kueue_api.validation import validate_object, validate_update
+from kueue_api.webhooks.mutation import FRAMEWORKS, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
+from kueue_api.webhooks.review import Answer, Request, allow, deny
+
+JsonObject = dict[str, Any]
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+
+
+def _message(errors: Sequence[FieldError | str]) -> str:
+    texts = [str(e) for e in errors]
+    # utilerrors.Aggregate's form: one error plain, several in brackets.
+    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+
+
+def _model(obj: JsonObject) -> Any:
+    model = model_for(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""))
+    if model is None:
+        return None
+    try:
+        return model.model_validate(obj)
+    except ValidationError:
+        return None
+
+
+def _kueue_object(request: Request) -> Answer:
+    if request.obj is None or request.sub_resource:
+        return allow()
+    new = _model(request.obj)
+    if new is None:
+        return allow()
+    errors = [e for e in validate_object(new) if not e.warning]
+    if request.operation == "UPDATE" and request.old_obj is not None:
+        old = _model(request.old_obj)
+        if old is not None:
+            errors += [e for e in validate_update(old, new) if not e.warning]
+    return deny(_message(errors)) if errors else allow()
+
+
+def _label(obj: JsonObject | None, name: str) -> str | None:
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    value = labels.get(name)
+    return str(value) if value is not None else None
+
+
+def _suspended(obj: JsonObject | None) -> bool:
+    return bool(((obj or {}).get("spec") or {}).get("suspend"))
+
+
+def _job_update(request: Request) -> Answer:
+    """Kueue's ValidateUpdateForQueueName and the prebuilt Workload's immutability: a running
+    job keeps its queue, and no job changes the Workload it was built for."""
+    old, new = request.old_obj, request.obj
+    errors: list[str] = []
+    old_queue, new_queue = _label(old, QUEUE_NAME_LABEL), _label(new, QUEUE_NAME_LABEL)
+    if old_queue != new_queue and not _suspended(old):
+        errors.append(
+            f"metadata.labels[{QUEUE_NAME_LABEL}]: Invalid value: {new_queue!r}: "
+            "field is immutable while the job runs (suspend it first)"
+        )
+    old_prebuilt, new_prebuilt = (
+        _label(old, PREBUILT_WORKLOAD_LABEL),
+        _label(new, PREBUILT_WORKLOAD_LABEL),
+    )
+    if old_prebuilt != new_prebuilt:
+        errors.append(
+            f"metadata.labels[{PREBUILT_WORKLOAD_LABEL}]: Invalid value: {new_prebuilt!r}: "
+            "field is immutable"
+        )
+    return deny(_message(errors)) if errors else allow()
+
+
+def validate(request: Request, frameworks: frozenset[str]) -> Answer:
+    """The validating webhook's answer."""
+    group, kind = request.group_kind
+    if group == KUEUE_GROUP and request.operation in ("CREATE", "UPDATE"):
+        return _kueue_object(request)
+    framework = FRAMEWORKS.get((group, kind))
+    if framework in frameworks and framework != "pod" and request.operation == "UPDATE":
+        if request.sub_resource:
+            return allow()
+        return _job_update(request)
+    return allow()
