@@ -30,6 +30,7 @@ from worker_agent.engine.model import (
     FlavorResource,
     PodSetAssignment,
     PreemptionPolicy,
+    StopPolicy,
 )
 from worker_agent.engine.partial import search_counts
 from worker_agent.engine.queue import backoff_expired
@@ -168,12 +169,43 @@ def schedule(state: EngineState, now: float) -> CycleResult:
             gc.enable()
 
 
+def _drain_stopped_queues(state: EngineState) -> list[Eviction]:
+    """Admitted workloads of queues stopped with `HoldAndDrain` are evicted, as Kueue's
+    workload controller evicts them (pkg/controller/core/workload_controller.go, reasons
+    ClusterQueueStopped / LocalQueueStopped); back to pending, they wait in the stopped queue
+    until its policy is lifted. (`Hold` keeps what is admitted running.)"""
+    draining_cqs = {
+        name
+        for name, cq in state.cluster_queues.items()
+        if cq.spec.stop_policy == StopPolicy.HOLD_AND_DRAIN
+    }
+    draining_lqs = {
+        key for key, lq in state.local_queues.items() if lq.stop_policy == StopPolicy.HOLD_AND_DRAIN
+    }
+    if not draining_cqs and not draining_lqs:
+        return []
+    evictions = []
+    for info in list(state.workloads.values()):
+        if info.admission is None:
+            continue
+        if f"{info.spec.namespace}/{info.spec.queue_name}" in draining_lqs:
+            reason, message = "LocalQueueStopped", "The LocalQueue is stopped"
+        elif info.cluster_queue in draining_cqs:
+            reason, message = "ClusterQueueStopped", "The ClusterQueue is stopped"
+        else:
+            continue
+        evictions.append(Eviction(key=info.key, reason=reason, message=message))
+        state.evict_workload(info.key)
+    return evictions
+
+
 def _schedule(state: EngineState, now: float, progress: _Progress) -> CycleResult:
     state.ensure_structure()
     state.cycle += 1
+    drained = _drain_stopped_queues(state)
     heads = _pop_heads(state)
     if not heads:
-        return CycleResult()
+        return CycleResult(evictions=tuple(drained), idle=not drained)
     before = {e.info.key: _scan_state(e.info) for e in heads}
     entries: list[_Entry] = []
     inadmissible: list[_Entry] = []
@@ -208,7 +240,7 @@ def _schedule(state: EngineState, now: float, progress: _Progress) -> CycleResul
     # Evictions take effect after the heads are requeued, as in Kueue where they are observed
     # after the cycle: releasing the victims' quota then requeues what became inadmissible.
     progress.workload = None
-    evictions = cycle.apply_evictions()
+    evictions = drained + cycle.apply_evictions()
     stall = None
     if stalled:
         stall = tuple(sorted((e.info.key, _frozen_scan(e.info)) for e in entries + inadmissible))
@@ -217,8 +249,8 @@ def _schedule(state: EngineState, now: float, progress: _Progress) -> CycleResul
         pending=tuple(pending),
         evictions=tuple(evictions),
         heads=len(heads),
-        idle=idle,
-        stall=stall,
+        idle=idle and not drained,
+        stall=stall if not drained else None,
     )
 
 
