@@ -7,6 +7,7 @@ documents of the file from 1. Documents whose kind we do not model are reported 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from kueue_api import models
 from kueue_api.documents import DocumentError, load_yaml_all
-from kueue_api.errors import FieldError, ValidationFailure, from_pydantic
+from kueue_api.errors import FieldError, ValidationFailure, format_path, from_pydantic
 from kueue_api.validation import validate_object
 
 __all__ = [
@@ -150,12 +151,49 @@ def parse_object_with_warnings(document: Mapping[str, Any]) -> tuple[BaseModel, 
     try:
         obj = model.model_validate(document)
     except ValidationError as error:
-        raise ValidationFailure(kind, name, from_pydantic(error)) from None
+        errors = from_pydantic(error) + _rule_errors_besides(model, document, error)
+        raise ValidationFailure(kind, name, errors) from None
     problems = validate_object(obj)
     errors = [problem for problem in problems if not problem.warning]
     if errors:
         raise ValidationFailure(kind, name, errors)
     return obj, [problem for problem in problems if problem.warning]
+
+
+def _without(document: Any, locations: Iterable[tuple[Any, ...]]) -> Any:
+    """A copy of `document` with the values at `locations` left out."""
+    copied = copy.deepcopy(document)
+    for location in locations:
+        target = copied
+        for part in location[:-1]:
+            try:
+                target = target[part]
+            except (KeyError, IndexError, TypeError):
+                break
+        else:
+            if isinstance(target, dict):
+                target.pop(location[-1], None)
+    return copied
+
+
+def _rule_errors_besides(
+    model: type[BaseModel], document: Mapping[str, Any], error: ValidationError
+) -> list[FieldError]:
+    """The rule errors an invalid document has besides its shape errors: the fields pydantic
+    refused are left out (their defaults stand in) and the rules run on the rest, so one pass
+    of `mkq validate` reports every error, not the first kind found. Nothing more when the
+    document cannot be read even so (a required field was among the refused)."""
+    locations = [tuple(item["loc"]) for item in error.errors(include_url=False)]
+    try:
+        obj = model.model_validate(_without(document, locations))
+    except ValidationError:
+        return []
+    reported = {format_path(location) for location in locations}
+    return [
+        problem
+        for problem in validate_object(obj)
+        if not problem.warning and problem.path not in reported
+    ]
 
 
 def to_manifest(obj: BaseModel) -> dict[str, Any]:

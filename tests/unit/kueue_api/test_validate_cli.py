@@ -110,3 +110,31 @@ def test_reads_stdin_when_given_a_dash() -> None:
     result = CliRunner().invoke(cli, ["validate", "-"], input=GOOD)
     assert result.exit_code == 0
     assert "ok    <stdin>: document 2: ClusterQueue/team-a" in result.stdout
+
+
+def test_shape_errors_and_rule_errors_are_reported_together(tmp_path: Path) -> None:
+    """A bad enum (pydantic refuses it) and a negative borrowingLimit (a rule) in one
+    document: both are listed, not only the first kind."""
+    path = tmp_path / "two.yaml"
+    path.write_text(
+        """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: cq
+spec:
+  cohortName: c
+  queueingStrategy: Sideways
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: ["cpu"]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: 9, borrowingLimit: -1}
+"""
+    )
+    result = CliRunner().invoke(cli, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert "spec.queueingStrategy" in result.output
+    assert "resources[0].borrowingLimit" in result.output and "-1" in result.output
