@@ -124,8 +124,12 @@ def settings_from(configuration: Configuration) -> dict[str, Any]:
     if recovery == pods_ready.timeout:
         # Kueue's default (the timeout): left to follow a --wait-for-pods-ready-timeout flag.
         recovery = None
+    # Kueue's v1beta2 defaults always give waitForPodsReady (30 min: apis/config/v1beta2/
+    # defaults.go); it is off only with the DisableWaitForPodsReady feature gate
+    # (pkg/util/waitforpodsready: Enabled).
+    disabled = configuration.feature_enabled("DisableWaitForPodsReady", False)
     return {
-        "pods_ready_timeout": pods_ready.timeout.total_seconds(),
+        "pods_ready_timeout": None if disabled else pods_ready.timeout.total_seconds(),
         "pods_ready_recovery_timeout": None if recovery is None else recovery.total_seconds(),
         "block_admission": pods_ready.block_admission,
         "requeue_backoff_base": float(strategy.backoff_base_seconds),
