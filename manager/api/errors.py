@@ -56,6 +56,7 @@ _WHEN: dict[int, str] = {
     409: "A conflict with the current state: AlreadyExists, or NotRunning (no winning cluster)",
     413: "RequestEntityTooLarge: the body is over the limit (MKQ_MAX_BODY_BYTES, 3 MiB)",
     422: "Invalid: a well-formed body that is not valid (the field is named)",
+    502: "BadGateway: the worker cluster answered the request with an error of its own",
     503: "ServiceUnavailable: the database is out of reach (Retry-After), the dispatcher is not "
     "running, or the cluster is not connected",
 }

@@ -572,12 +572,21 @@ class ClusterConnection:
             raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
         core = client.CoreV1Api(self._api)
         label = "jobset.sigs.k8s.io/jobset-name" if kind == JOBSET.kind else "job-name"
-        pods = await core.list_namespaced_pod(namespace, label_selector=f"{label}={job_name}")
-        logs = []
-        for pod in pods.items:
-            text = await core.read_namespaced_pod_log(pod.metadata.name, namespace)
-            logs.append((pod.metadata.name, text))
-        return logs
+
+        async def read() -> list[tuple[str, str]]:
+            pods = await core.list_namespaced_pod(namespace, label_selector=f"{label}={job_name}")
+            logs = []
+            for pod in pods.items:
+                text = await core.read_namespaced_pod_log(pod.metadata.name, namespace)
+                logs.append((pod.metadata.name, text))
+            return logs
+
+        try:
+            # One deadline for the whole read: a worker that stops answering mid-way must not
+            # hold the caller (an API request) without end.
+            return await asyncio.wait_for(read(), self._settings.request_timeout)
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise Unreachable("ClientConnectionFailed", f"reading logs: {error!r}") from error
 
 
 class _InvalidKubeconfig(Exception):

@@ -6,6 +6,7 @@ import uuid
 
 from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
+from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
@@ -36,6 +37,7 @@ from manager.jobs import (
     parse_job,
     workload_name,
 )
+from manager.remote.api_errors import status_message
 from manager.remote.connection import LOCAL_QUEUES, Unreachable
 
 router = APIRouter(prefix="/api/v1/workloads", tags=["workloads"], responses=USER_ROUTE_ERRORS)
@@ -238,7 +240,7 @@ async def nominate_clusters(
 @router.get(
     "/{namespace}/{name}/logs",
     response_class=PlainTextResponse,
-    responses=error_responses(404, 409, 503),
+    responses=error_responses(404, 409, 502, 503),
 )
 async def workload_logs(namespace: Namespace, name: JobName, runtime: Runtime, _: User) -> str:
     """Pod logs from the cluster that ran the workload."""
@@ -252,4 +254,11 @@ async def workload_logs(namespace: Namespace, name: JobName, runtime: Runtime, _
         logs = await conn.pod_logs(namespace, name, row.kind)
     except Unreachable as error:
         raise ApiError(503, "ClusterUnavailable", error.message) from error
+    except ApiException as error:
+        # The worker answered, with an error of its own (its RBAC, a pod gone): say so.
+        raise ApiError(
+            502,
+            "BadGateway",
+            f"cluster {row.cluster} answered {error.status}: {status_message(error)}",
+        ) from error
     return "".join(f"==> {pod} <==\n{text}\n" for pod, text in logs)

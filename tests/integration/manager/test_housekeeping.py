@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import copy
 from typing import Any
+from urllib.parse import urlparse
+
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from manager.settings import ManagerSettings
+from tests.fault_proxy import FaultProxy
 from tests.integration.manager.harness import eventually, serve_manager
 from tests.integration.manager.kube import workers
 from tests.integration.manager.test_dispatch_flow import (
@@ -108,3 +112,49 @@ async def test_logs_come_from_the_cluster_that_ran_the_job(settings: ManagerSett
 
         text = await eventually(some_logs)
         assert "==> logged-" in text
+
+
+async def test_logs_of_a_worker_that_hangs_or_refuses_are_a_503_or_a_502(
+    settings: ManagerSettings,
+) -> None:
+    quick = settings.model_copy(update={"worker_request_timeout_seconds": 1.0})
+    async with workers("w1") as pairs:
+        cluster, double = pairs[0]
+        port = int(urlparse(cluster.url).port or 0)
+        proxy = FaultProxy(port)
+        await proxy.start()
+        routed = copy.deepcopy(cluster.kubeconfig)
+        routed["clusters"][0]["cluster"]["server"] = f"http://127.0.0.1:{proxy.port}"
+        try:
+            async with serve_manager(quick) as manager:
+                await manager.register("w1", routed)
+                await wait_connected(manager, "w1")
+                response = await manager.client.post("/api/v1/workloads", json=short_job("hung"))
+                wl = response.json()["workloadName"]
+
+                async def copied() -> bool:
+                    return wl in await copies(double)
+
+                await eventually(copied)
+                await admit_and_await_job(double, wl, "hung")
+                connection = manager.runtime.dispatcher.connections["w1"]
+
+                async def refusing(*_: object) -> list[tuple[str, str]]:
+                    error = ApiException(status=403, reason="Forbidden")
+                    error.body = b'{"kind":"Status","message":"pods is forbidden"}'
+                    raise error
+
+                original = connection.pod_logs
+                connection.pod_logs = refusing  # type: ignore[method-assign]
+                refused = await manager.client.get("/api/v1/workloads/default/hung/logs")
+                assert refused.status_code == 502, refused.text
+                assert "answered 403: pods is forbidden" in refused.json()["error"]["message"]
+                connection.pod_logs = original  # type: ignore[method-assign]
+
+                # A stalled link: the read's own deadline (1 s here) ends it, well before the
+                # test client's 30 s would.
+                proxy.stall()
+                hung = await manager.client.get("/api/v1/workloads/default/hung/logs")
+                assert hung.status_code == 503, hung.text
+        finally:
+            await proxy.close()
