@@ -33,6 +33,7 @@ from manager.jobs import (
     KUEUE_VERSION,
     ORIGIN_LABEL,
 )
+from manager.remote.api_errors import status_message
 from manager.remote.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -548,19 +549,21 @@ class ClusterConnection:
         await self._bucket.acquire()
         try:
             if namespace is None:
-                result: dict[str, Any] = await api.get_cluster_custom_object(
-                    KUEUE_GROUP, KUEUE_VERSION, plural, name
-                )
+                call = api.get_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural, name)
             else:
-                result = await api.get_namespaced_custom_object(
+                call = api.get_namespaced_custom_object(
                     KUEUE_GROUP, KUEUE_VERSION, namespace, plural, name
                 )
+            result: dict[str, Any] = await asyncio.wait_for(call, self._settings.request_timeout)
             return result
         except ApiException as error:
             if error.status == 404:
                 return None
-            raise
-        except (aiohttp.ClientError, AssertionError) as error:
+            # Forbidden, throttled, failing: this worker cannot tell; the caller asks another.
+            raise Unreachable(
+                "ApiError", f"cluster {self.name} answered {error.status}: {status_message(error)}"
+            ) from error
+        except (aiohttp.ClientError, AssertionError, TimeoutError, OSError) as error:
             # aiohttp asserts on a session whose connector a reconnect has just closed.
             raise Unreachable("ConnectionReset", f"cluster {self.name}: {error!r}") from error
 

@@ -11,8 +11,11 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlparse
 
+import pytest
+
 from kubesim import RunningCluster
 from manager.dispatch.timing import ManualClock
+from manager.remote.connection import Unreachable
 from manager.settings import ManagerSettings
 from tests.fault_proxy import FaultProxy
 from tests.integration.manager.harness import RunningManager, eventually, serve_manager
@@ -198,3 +201,23 @@ async def test_a_write_that_times_out_makes_the_worker_unreachable_at_once(
         await admit_and_await_job(two.d1, wl, "stalled")
         await two.proxy.restore()
         await wait_connected(manager, "w2")
+
+
+async def test_a_lookup_on_a_worker_that_hangs_ends_at_its_deadline(
+    settings: ManagerSettings,
+) -> None:
+    """A submission looks its LocalQueue up in the workers when no cache has it; a worker
+    behind a stalled link must not hold it: the read ends at its deadline as Unreachable
+    (passed over), not a hang or a 500."""
+    quick = settings.model_copy(
+        update={"worker_request_timeout_seconds": 1.0, "health_probe_seconds": 60.0}
+    )
+    async with w2_behind_a_proxy() as two, serve_manager(quick) as manager:
+        await manager.register("w2", through(two.proxy, two.w2.kubeconfig))
+        await wait_connected(manager, "w2")
+        connection = manager.runtime.dispatcher.connections["w2"]
+        assert await connection.read_custom("localqueues", "user-queue", "default") is not None
+        two.proxy.stall()
+        with pytest.raises(Unreachable):
+            await connection.read_custom("localqueues", "user-queue", "default")
+        await two.proxy.restore()
