@@ -16,12 +16,9 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kueue_api.certs import KeyPair
-from kueue_api.webhooks.configurations import MUTATE_PATH, VALIDATE_PATH, webhook_configurations
-from kueue_api.webhooks.mutation import Defaulting, mutate
-from kueue_api.webhooks.review import Answer, Request
-from kueue_api.webhooks.server import Certificates, WebhookServer
-from kueue_api.webhooks.validation import validate
+from kueue_api.webhooks.configurations import webhook_configurations
+from kueue_api.webhooks.mutation import Defaulting
+from kueue_api.webhooks.server import Certificates, WebhookServer, admission_handlers
 from manager.remote.connection import ClusterConnection
 
 log = logging.getLogger(__name__)
@@ -78,34 +75,11 @@ class ConnectionCertStore:
             if error.status == 404:
                 return None
             raise
-        data = (secret.data if not isinstance(secret, dict) else secret.get("data")) or {}
-        if not {"ca.crt", "ca.key", "tls.crt", "tls.key"} <= set(data):
-            return None
-        decoded = {k: base64.b64decode(v) for k, v in data.items()}
-        previous = decoded.get("ca-previous.crt")
-        return Certificates(
-            KeyPair(decoded["ca.crt"], decoded["ca.key"]),
-            KeyPair(decoded["tls.crt"], decoded["tls.key"]),
-            KeyPair(previous, b"") if previous else None,
-        )
+        return Certificates.from_secret(secret.data)
 
     async def save(self, certificates: Certificates) -> Certificates:
         core = client.CoreV1Api(await self._api())
-        data = {
-            "ca.crt": certificates.ca.cert_pem,
-            "ca.key": certificates.ca.key_pem,
-            "tls.crt": certificates.serving.cert_pem,
-            "tls.key": certificates.serving.key_pem,
-        }
-        if certificates.previous_ca is not None:
-            data["ca-previous.crt"] = certificates.previous_ca.cert_pem
-        body = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": SECRET_NAME, "namespace": self._namespace},
-            "type": "kubernetes.io/tls",
-            "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
-        }
+        body = certificates.secret(SECRET_NAME, self._namespace)
         try:
             current = await core.read_namespaced_secret(SECRET_NAME, self._namespace)
         except ApiException as error:
@@ -159,14 +133,8 @@ def manager_webhook_server(
         excluded_namespaces=frozenset({"kube-system", namespace}),
     )
 
-    def on_mutate(request: Request) -> Answer:
-        return mutate(request, view, defaulting)
-
-    def on_validate(request: Request) -> Answer:
-        return validate(request, defaulting.frameworks)
-
     return WebhookServer(
-        {MUTATE_PATH: on_mutate, VALIDATE_PATH: on_validate},
+        admission_handlers(view, defaulting),
         ConnectionCertStore(connection, namespace, url),
         host=host,
         port=port,

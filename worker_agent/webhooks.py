@@ -14,19 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kueue_api.certs import KeyPair
 from kueue_api.models.config import Configuration
 from kueue_api.webhooks.configurations import (
-    MUTATE_PATH,
     MUTATING_NAME,
-    VALIDATE_PATH,
     VALIDATING_NAME,
     webhook_configurations,
 )
-from kueue_api.webhooks.mutation import Defaulting, frameworks_of, mutate
-from kueue_api.webhooks.review import Answer, Request
-from kueue_api.webhooks.server import Certificates, WebhookServer
-from kueue_api.webhooks.validation import validate
+from kueue_api.webhooks.mutation import Defaulting, frameworks_of
+from kueue_api.webhooks.server import Certificates, WebhookServer, admission_handlers
 from worker_agent.informers import InformerSet
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.resources import (
@@ -126,12 +121,6 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _pair(data: Mapping[str, str], cert: str, key: str) -> KeyPair | None:
-    if cert not in data or key not in data:
-        return None
-    return KeyPair(base64.b64decode(data[cert]), base64.b64decode(data[key]))
-
-
 class SecretCertStore:
     """kueue_api.webhooks.server.CertStore in a Secret, published into the configurations."""
 
@@ -155,29 +144,10 @@ class SecretCertStore:
             if error.status == 404:
                 return None
             raise
-        data = secret.get("data") or {}
-        ca, serving = _pair(data, "ca.crt", "ca.key"), _pair(data, "tls.crt", "tls.key")
-        if ca is None or serving is None:
-            return None
-        previous = base64.b64decode(data["ca-previous.crt"]) if "ca-previous.crt" in data else None
-        return Certificates(ca, serving, KeyPair(previous, b"") if previous else None)
+        return Certificates.from_secret(secret.get("data"))
 
     async def save(self, certificates: Certificates) -> Certificates:
-        data = {
-            "ca.crt": _b64(certificates.ca.cert_pem),
-            "ca.key": _b64(certificates.ca.key_pem),
-            "tls.crt": _b64(certificates.serving.cert_pem),
-            "tls.key": _b64(certificates.serving.key_pem),
-        }
-        if certificates.previous_ca is not None:
-            data["ca-previous.crt"] = _b64(certificates.previous_ca.cert_pem)
-        body: JsonObject = {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": SECRET_NAME, "namespace": self._namespace},
-            "type": "kubernetes.io/tls",
-            "data": data,
-        }
+        body = certificates.secret(SECRET_NAME, self._namespace)
         try:
             current = await self._client.get(SECRETS, SECRET_NAME, self._namespace)
         except ApiError as error:
@@ -245,18 +215,6 @@ class SecretCertStore:
         await self._client.replace(rt, body)
 
 
-def admission_handlers(informers: InformerSet, defaulting: Defaulting) -> dict[str, Any]:
-    view = InformerView(informers)
-
-    def on_mutate(request: Request) -> Answer:
-        return mutate(request, view, defaulting)
-
-    def on_validate(request: Request) -> Answer:
-        return validate(request, defaulting.frameworks)
-
-    return {MUTATE_PATH: on_mutate, VALIDATE_PATH: on_validate}
-
-
 def agent_webhook_server(
     config: WebhookConfig,
     client: KubeClient,
@@ -277,7 +235,7 @@ def agent_webhook_server(
         else None
     )
     return WebhookServer(
-        admission_handlers(informers, defaulting),
+        admission_handlers(InformerView(informers), defaulting),
         SecretCertStore(client, namespace, written),
         host=config.host,
         port=config.port,

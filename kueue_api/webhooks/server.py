@@ -11,6 +11,7 @@ and the configurations are the caller's (`CertStore`); this module does the TLS 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import datetime
 import json
@@ -21,12 +22,15 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from kueue_api.certs import KeyPair, new_ca, new_serving
+from kueue_api.webhooks.configurations import MUTATE_PATH, VALIDATE_PATH
+from kueue_api.webhooks.mutation import ClusterView, Defaulting, mutate
 from kueue_api.webhooks.review import Answer, Request, ReviewError, parse, response
+from kueue_api.webhooks.validation import validate
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +57,51 @@ class Certificates:
         if self.previous_ca is None:
             return self.ca.cert_pem
         return self.ca.cert_pem + self.previous_ca.cert_pem
+
+    def secret(self, name: str, namespace: str) -> dict[str, Any]:
+        """The kubernetes.io/tls Secret the replicas share them in (`from_secret` reads it)."""
+        data = {
+            "ca.crt": self.ca.cert_pem,
+            "ca.key": self.ca.key_pem,
+            "tls.crt": self.serving.cert_pem,
+            "tls.key": self.serving.key_pem,
+        }
+        if self.previous_ca is not None:
+            data["ca-previous.crt"] = self.previous_ca.cert_pem
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace},
+            "type": "kubernetes.io/tls",
+            "data": {key: base64.b64encode(value).decode() for key, value in data.items()},
+        }
+
+    @classmethod
+    def from_secret(cls, data: Mapping[str, str] | None) -> Certificates | None:
+        """What a Secret's `data` holds; None while it is empty (as deploy/ ships it)."""
+        data = data or {}
+        if not {"ca.crt", "ca.key", "tls.crt", "tls.key"} <= set(data):
+            return None
+        decoded = {key: base64.b64decode(value) for key, value in data.items()}
+        previous = decoded.get("ca-previous.crt")
+        return cls(
+            KeyPair(decoded["ca.crt"], decoded["ca.key"]),
+            KeyPair(decoded["tls.crt"], decoded["tls.key"]),
+            KeyPair(previous, b"") if previous else None,
+        )
+
+
+def admission_handlers(view: ClusterView, defaulting: Defaulting) -> dict[str, Handler]:
+    """The two paths the webhook configurations name, answered from `view` (the caller's
+    caches of the cluster)."""
+
+    def on_mutate(request: Request) -> Answer:
+        return mutate(request, view, defaulting)
+
+    def on_validate(request: Request) -> Answer:
+        return validate(request, defaulting.frameworks)
+
+    return {MUTATE_PATH: on_mutate, VALIDATE_PATH: on_validate}
 
 
 def _serving_due(serving: KeyPair, now: datetime.datetime) -> bool:
