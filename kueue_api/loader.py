@@ -23,10 +23,12 @@ from kueue_api.validation import validate_object
 
 __all__ = [
     "KINDS",
+    "ConfigurationFileError",
     "LoadError",
     "LoadResult",
     "LoadedObject",
     "ValidationFailure",
+    "load_configuration",
     "load_documents",
     "load_text",
     "model_for",
@@ -270,3 +272,27 @@ def load_documents(paths: Iterable[str | Path]) -> LoadResult:
         result.errors.extend(partial.errors)
         result.warnings.extend(partial.warnings)
     return result
+
+
+class ConfigurationFileError(ValueError):
+    """A file that is not one usable Kueue Configuration; each problem names the file, the
+    document and the field, as the loader's errors do."""
+
+    def __init__(self, path: str, problems: Iterable[str]) -> None:
+        self.path = path
+        self.problems = list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+def load_configuration(path: str | Path) -> models.Configuration:
+    """The one config.kueue.x-k8s.io/v1beta2 Configuration `path` holds, defaulted and
+    validated as Kueue does; the agent's and the manager's `--config` both read it here."""
+    result = load_documents([path])
+    if result.errors:
+        raise ConfigurationFileError(str(path), (str(error) for error in result.errors))
+    found = [item.obj for item in result.objects if isinstance(item.obj, models.Configuration)]
+    if len(found) != 1 or len(result.objects) != 1:
+        raise ConfigurationFileError(
+            str(path), ["must hold exactly one config.kueue.x-k8s.io/v1beta2 Configuration"]
+        )
+    return found[0]

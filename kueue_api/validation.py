@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from typing import Any, Final
 
 from pydantic import BaseModel
@@ -37,6 +38,8 @@ from kueue_api.models import (
     Workload,
     WorkloadPriorityClass,
 )
+from kueue_api.models.base import format_duration
+from kueue_api.models.config import MULTIKUEUE_DISPATCHER_INCREMENTAL
 from kueue_api.models.workload import TopologyAssignment
 from kueue_api.quantity import Quantity
 
@@ -796,7 +799,41 @@ def _validate_provisioning_config(errors: _Errors, config: ProvisioningRequestCo
         )
 
 
+def _validate_multikueue(errors: _Errors, config: Configuration) -> None:
+    """Kueue's validateMultiKueue (pkg/config/validation.go) for the fields the manager reads:
+    no negative durations, an origin usable as a label value, and the incremental
+    dispatcher's settings only with that dispatcher, stepping by at least one cluster."""
+    multikueue = config.multi_kueue
+    for name, value in (
+        ("gcInterval", multikueue.gc_interval),
+        ("workerLostTimeout", multikueue.worker_lost_timeout),
+    ):
+        if value < timedelta(0):
+            errors.invalid(
+                f"multiKueue.{name}", format_duration(value), "must be greater than or equal to 0"
+            )
+    problems = is_label_value(multikueue.origin)
+    if problems:
+        errors.invalid("multiKueue.origin", multikueue.origin, ",".join(problems))
+    incremental = multikueue.incremental_dispatcher_config
+    if incremental is not None:
+        if multikueue.dispatcher_name != MULTIKUEUE_DISPATCHER_INCREMENTAL:
+            errors.invalid(
+                "multiKueue.incrementalDispatcherConfig",
+                f"stepSize: {incremental.step_size}",
+                "incrementalDispatcherConfig is only valid when dispatcherName is set to the "
+                "incremental dispatcher",
+            )
+        if incremental.step_size < 1:
+            errors.invalid(
+                "multiKueue.incrementalDispatcherConfig.stepSize",
+                incremental.step_size,
+                "must be greater than or equal to 1",
+            )
+
+
 def _validate_configuration(errors: _Errors, config: Configuration) -> None:
+    _validate_multikueue(errors, config)
     fair_sharing = config.fair_sharing
     if fair_sharing is not None and fair_sharing.preemption_strategies:
         strategies = fair_sharing.preemption_strategies

@@ -6,7 +6,6 @@ with the prebuilt-workload-name label so the worker's Kueue adopts the Workload 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from kueue_api.validation import (
     is_label_value,
     is_qualified_name,
 )
+from kueue_api.workload_names import workload_name_for_owner
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
@@ -286,10 +286,9 @@ def _container_requests(container: Any, field: str) -> dict[str, int]:
 
 
 def workload_name(kind: str, name: str, uid: str, group: str = "batch") -> str:
-    """Kueue's naming: lower(kind)-<name>, truncated, plus 5 hex digits of a hash."""
-    digest = hashlib.sha1(f"{kind}\x00{group}\x00{name}\x00{uid}".encode()).hexdigest()[:5]
-    prefix = f"{kind.lower()}-{name}"[: 253 - 6].rstrip("-")
-    return f"{prefix}-{digest}"
+    """Kueue's name for the Workload of a `kind` object (kueue_api.workload_names), the same
+    on the manager cluster, in every worker and in the agent."""
+    return workload_name_for_owner(name, uid, kind, group)
 
 
 def workload_copy(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
@@ -23,6 +24,14 @@ class Source(Protocol):
     async def stop(self) -> None: ...
 
 
+class QueueGate(Protocol):
+    """The manager cluster's queues, as far as a REST submission needs them."""
+
+    def multikueue_queue(self, namespace: str, name: str) -> bool: ...
+
+    def wake(self) -> None: ...
+
+
 @dataclass
 class ManagerRuntime:
     settings: ManagerSettings
@@ -34,6 +43,9 @@ class ManagerRuntime:
     clock: Clock
     dispatcher: Dispatcher
     sources: list[Source] = field(default_factory=list)
+    # The manager cluster's source, when there is one: its MultiKueue queues hold REST
+    # submissions into them until Kueue there reserves their quota.
+    manager_queues: QueueGate | None = None
 
     @classmethod
     async def open(
@@ -66,7 +78,8 @@ class ManagerRuntime:
                 capacity_freshness=timedelta(seconds=settings.capacity_freshness_seconds),
                 preemption_round_timeout=timedelta(seconds=settings.preemption_round_seconds),
                 resync_seconds=settings.resync_seconds,
-                gc_seconds=settings.gc_seconds,
+                # 0: no periodic garbage collection (Kueue's gcInterval 0).
+                gc_seconds=settings.gc_seconds or math.inf,
                 lost_check_seconds=settings.lost_check_seconds,
                 workers=settings.reconcile_workers,
                 connection=settings.connection_settings(),
@@ -97,6 +110,7 @@ class ManagerRuntime:
             )
             await source.start()
             runtime.sources.append(source)
+            runtime.manager_queues = source
         return runtime
 
     async def close(self) -> None:

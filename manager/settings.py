@@ -1,12 +1,26 @@
-"""Manager settings, read from the environment (MKQ_*) and checked at start-up."""
+"""Manager settings, read from the environment (MKQ_*) and checked at start-up.
+
+A Kueue Configuration file (`mkq manager serve --config FILE`, or MKQ_CONFIG) may set the
+MultiKueue ones, as it sets them for Kueue's own manager: its `multiKueue` section gives
+gcInterval, origin, workerLostTimeout, dispatcherName and incrementalDispatcherConfig, and an
+MKQ_* variable set in the environment overrides the file's value (`load_settings`), so one
+deployment can share Kueue's file and still tune a value per environment.
+"""
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
+from typing import Any
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from kueue_api.models.config import (
+    MULTIKUEUE_DISPATCHER_ALL_AT_ONCE,
+    MULTIKUEUE_DISPATCHER_INCREMENTAL,
+    Configuration,
+)
 from manager.db.session import check_database_url
 from manager.dispatch.nomination import DispatchConfig, DispatchMode
 from manager.remote.connection import ConnectionSettings
@@ -15,6 +29,18 @@ from manager.remote.connection import ConnectionSettings
 # whose Secrets its RBAC lets it read: the worker kubeconfigs MultiKueueClusters name live there.
 # (Kueue's own manager reads them from kueue-system, where Kueue runs; ours is not there.)
 MANAGER_NAMESPACE = "mkq-system"
+
+# Kueue's dispatcher names (apis/config/v1beta2/configuration_types.go): its two built-in
+# dispatchers. Kueue hands a workload to any other name to nominate clusters for it
+# (pkg/controller/admissionchecks/multikueue/workload.go), which is our External mode.
+KUEUE_DISPATCHERS: dict[str, DispatchMode] = {
+    MULTIKUEUE_DISPATCHER_ALL_AT_ONCE: DispatchMode.ALL_AT_ONCE,
+    MULTIKUEUE_DISPATCHER_INCREMENTAL: DispatchMode.INCREMENTAL,
+}
+# Kueue's feature gates (pkg/features/kube_features.go), both Beta and on since 0.19: a
+# stepSize from the file, and incremental nomination in the MultiKueueConfig's order.
+STEP_SIZE_GATE = "MultiKueueIncrementalDispatcherConfig"
+CONFIG_ORDER_GATE = "MultiKueueIncrementalDispatcherRespectConfigOrder"
 
 
 class ManagerSettings(BaseSettings):
@@ -32,12 +58,15 @@ class ManagerSettings(BaseSettings):
     dispatcher: DispatchMode = DispatchMode.ALL_AT_ONCE
     incremental_step_size: int = Field(default=3, ge=1)
     incremental_round_seconds: float = Field(default=300.0, gt=0)
+    # False: Incremental nominates by cluster name (Kueue with CONFIG_ORDER_GATE off).
+    incremental_config_order: bool = True
     best_fit_round_seconds: float = Field(default=60.0, gt=0)
     capacity_freshness_seconds: float = Field(default=60.0, gt=0)
     # One preemption at a time: how long the one worker offered a workload that needs
     # preemption keeps it before the next is tried.
     preemption_round_seconds: float = Field(default=120.0, gt=0)
-    worker_lost_timeout_seconds: float = Field(default=900.0, gt=0)
+    # Kueue accepts a zero workerLostTimeout: a worker is lost as soon as it is unreachable.
+    worker_lost_timeout_seconds: float = Field(default=900.0, ge=0)
     # Writes per second to each worker: enough for 100 workloads/s in AllAtOnce (a copy per
     # worker, three deleted, the Job, the cleanup: about 2.5 writes per workload and worker).
     worker_qps: float = Field(default=500.0, gt=0)
@@ -45,7 +74,9 @@ class ManagerSettings(BaseSettings):
     reconnect_base_seconds: float = Field(default=5.0, gt=0)
     reconnect_cap_seconds: float = Field(default=320.0, gt=0)
     resync_seconds: float = Field(default=30.0, gt=0)
-    gc_seconds: float = Field(default=60.0, gt=0)
+    # 0 turns the periodic garbage collection off, as Kueue's gcInterval 0 does (stale copies
+    # are still removed when a worker reconnects).
+    gc_seconds: float = Field(default=60.0, ge=0)
     lost_check_seconds: float = Field(default=5.0, gt=0)
     # How often a connected worker is asked for /version; no answer within
     # health_probe_timeout_seconds and it is Unreachable (a frozen API server answers nothing).
@@ -74,11 +105,21 @@ class ManagerSettings(BaseSettings):
     def _async_driver(cls, value: str) -> str:
         return check_database_url(value)
 
+    @field_validator("dispatcher", mode="before")
+    @classmethod
+    def _kueue_dispatcher_name(cls, value: object) -> object:
+        """MKQ_DISPATCHER may be written as in a Kueue Configuration, for its two built-in
+        dispatchers (other names stay errors here: a typo must not silently mean External)."""
+        if isinstance(value, str) and value in KUEUE_DISPATCHERS:
+            return KUEUE_DISPATCHERS[value]
+        return value
+
     def dispatch_config(self) -> DispatchConfig:
         return DispatchConfig(
             mode=self.dispatcher,
             step_size=self.incremental_step_size,
             round_timeout=timedelta(seconds=self.incremental_round_seconds),
+            config_order=self.incremental_config_order,
             best_fit_round_timeout=timedelta(seconds=self.best_fit_round_seconds),
         )
 
@@ -92,3 +133,91 @@ class ManagerSettings(BaseSettings):
             probe_timeout=self.health_probe_timeout_seconds,
             request_timeout=self.worker_request_timeout_seconds,
         )
+
+
+def dispatch_mode_for(dispatcher_name: str) -> DispatchMode:
+    """Our mode for a Configuration's `multiKueue.dispatcherName`.
+
+    Kueue's two names map to AllAtOnce and Incremental; our own mode names (MKQ_DISPATCHER's
+    values, BestFit among them) are taken as written; any other name is, as in Kueue, a
+    dispatcher outside the manager, here one that nominates through
+    `PUT /api/v1/workloads/{ns}/{name}/nominations`.
+    """
+    if dispatcher_name in KUEUE_DISPATCHERS:
+        return KUEUE_DISPATCHERS[dispatcher_name]
+    try:
+        return DispatchMode(dispatcher_name)
+    except ValueError:
+        return DispatchMode.EXTERNAL
+
+
+def configuration_settings(configuration: Configuration) -> dict[str, Any]:
+    """The ManagerSettings fields a Configuration's `multiKueue` section sets.
+
+    Only fields written in the file count, so that a file that leaves one out changes
+    nothing (the defaults are Kueue's anyway: 1m, "multikueue", 15m, AllAtOnce, 3).
+    """
+    section = configuration.multi_kueue
+    written = section.model_fields_set
+    values: dict[str, Any] = {}
+    if "gc_interval" in written:
+        values["gc_seconds"] = section.gc_interval.total_seconds()
+    if "origin" in written:
+        values["origin"] = section.origin
+    if "worker_lost_timeout" in written:
+        values["worker_lost_timeout_seconds"] = section.worker_lost_timeout.total_seconds()
+    if "dispatcher_name" in written:
+        values["dispatcher"] = dispatch_mode_for(section.dispatcher_name)
+    incremental = section.incremental_dispatcher_config
+    if (
+        incremental is not None
+        and "step_size" in incremental.model_fields_set
+        and configuration.feature_enabled(STEP_SIZE_GATE, True)
+    ):
+        values["incremental_step_size"] = incremental.step_size
+    if (configuration.feature_gates or {}).get(CONFIG_ORDER_GATE) is not None:
+        values["incremental_config_order"] = configuration.feature_enabled(CONFIG_ORDER_GATE, True)
+    return values
+
+
+def configuration_warnings(configuration: Configuration) -> list[str]:
+    """What the file asks for that the manager does not do: said at start, not dropped."""
+    section = configuration.multi_kueue
+    warnings = []
+    name = section.dispatcher_name
+    if "dispatcher_name" in section.model_fields_set and dispatch_mode_for(name) is (
+        DispatchMode.EXTERNAL
+    ):
+        warnings.append(
+            f"multiKueue.dispatcherName {name!r} is not one of Kueue's dispatchers: the External "
+            "mode, clusters are nominated through PUT /api/v1/workloads/{ns}/{name}/nominations"
+        )
+    if section.external_frameworks:
+        warnings.append(
+            "multiKueue.externalFrameworks is not supported: the manager dispatches batch/v1 "
+            "Jobs and JobSets only"
+        )
+    if section.cluster_profile:
+        warnings.append(
+            "multiKueue.clusterProfile is not supported: a MultiKueueCluster needs "
+            "spec.clusterSource.kubeConfig"
+        )
+    return warnings
+
+
+def _set_in_environment(field_name: str) -> bool:
+    """Whether an MKQ_* variable sets this field (matched without case, as pydantic does)."""
+    wanted = f"MKQ_{field_name}".upper()
+    return any(key.upper() == wanted for key in os.environ)
+
+
+def load_settings(configuration: Configuration | None = None) -> ManagerSettings:
+    """ManagerSettings from the environment, over the `multiKueue` section of a Kueue
+    Configuration when one is given: the MKQ_* variable, else the file, else the default.
+
+    Read the file with kueue_api.loader.load_configuration (its ConfigurationFileError names
+    the file and field); a bad MKQ_* value raises pydantic's ValidationError.
+    """
+    from_file = configuration_settings(configuration) if configuration is not None else {}
+    kept = {name: value for name, value in from_file.items() if not _set_in_environment(name)}
+    return ManagerSettings(**kept)

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections import deque
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from kueue_api.timestamps import rfc3339
+from kueue_api.events import build_event
 from worker_agent.background import BackgroundLoop
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.resources import EVENTS
@@ -23,39 +22,6 @@ log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
 COMPONENT = "mkq-agent"
-
-
-def build_event(
-    obj: JsonObject, event_type: str, reason: str, message: str, now: datetime
-) -> JsonObject:
-    """A core/v1 Event about `obj` (in its namespace, or `default` for cluster-scoped objects)."""
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace") or "default"
-    stamp = rfc3339(now)
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
-            "namespace": namespace,
-        },
-        "involvedObject": {
-            "apiVersion": obj.get("apiVersion", ""),
-            "kind": obj.get("kind", ""),
-            "name": meta.get("name", ""),
-            "namespace": meta.get("namespace", ""),
-            "uid": meta.get("uid", ""),
-            "resourceVersion": meta.get("resourceVersion", ""),
-        },
-        "type": event_type,
-        "reason": reason,
-        "message": message[:1024],
-        "source": {"component": COMPONENT},
-        "reportingComponent": COMPONENT,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
 
 
 class EventRecorder(BackgroundLoop):
@@ -79,7 +45,9 @@ class EventRecorder(BackgroundLoop):
         self._queue(obj, "Warning", reason, message)
 
     def _queue(self, obj: JsonObject, event_type: str, reason: str, message: str) -> None:
-        self._pending.append(build_event(obj, event_type, reason, message, self._clock()))
+        self._pending.append(
+            build_event(obj, event_type, reason, message, self._clock(), COMPONENT)
+        )
         self._wake.set()
 
     async def _run(self) -> None:

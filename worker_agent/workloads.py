@@ -276,8 +276,9 @@ def evict(
     underlying_cause: str = "",
 ) -> JsonObject | None:
     """Mark an admitted Workload Evicted (and Preempted); its job is stopped next, and the quota
-    is released once its pods are gone. Its admission checks go back to Pending, as after any
-    eviction in Kueue. A deactivation names its cause in the reason (DeactivatedDueTo...)."""
+    is released once its pods are gone. Its admission checks go back to Pending and a MultiKueue
+    cluster choice is cleared, as after any eviction in Kueue. A deactivation names its cause in
+    the reason (DeactivatedDueTo...)."""
     if is_finished(workload) or not has_quota_reservation(workload) or is_evicted(workload):
         return None
     result, status = _with_status(workload)
@@ -288,6 +289,10 @@ def evict(
         set_condition(status, PREEMPTED, True, preemption_reason, message, now, generation)
     if status.get("admissionChecks"):
         status["admissionChecks"] = checks.reset_on_eviction(status["admissionChecks"], now)
+    # A MultiKueue manager's choice of worker goes with the reservation
+    # (resetClusterNomination in pkg/workload/evict/evict.go).
+    status.pop("clusterName", None)
+    status.pop("nominatedClusterNames", None)
     stats = dict(status.get("schedulingStats") or {})
     evictions = [dict(entry) for entry in stats.get("evictions") or []]
     for entry in evictions:

@@ -65,6 +65,7 @@ class WorkloadRecord:
     started_at: datetime | None
     finished_at: datetime | None
     cleanup_pending: bool
+    quota_reserved: bool | None
     attempts: list[AttemptRecord] = field(default_factory=list)
 
 

@@ -125,6 +125,9 @@ class WorkloadRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     # Cleared once every remote object of a final workload is gone.
     cleanup_pending: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Under a manager-cluster queue: whether Kueue there holds its quota (it is dispatched only
+    # then); None when no manager-cluster queue holds it back.
+    quota_reserved: Mapped[bool | None] = mapped_column(Boolean, nullable=True, default=None)
 
     attempts: Mapped[list[AttemptRow]] = relationship(
         back_populates="workload", order_by="AttemptRow.id", lazy="raise"

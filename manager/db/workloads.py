@@ -53,8 +53,12 @@ def new_workload_row(
     source: str,
     now: datetime,
     message: str | None = None,
+    quota_reserved: bool | None = None,
 ) -> WorkloadRow:
-    """A Pending workload for a submitted Job, not yet added to a session."""
+    """A Pending workload for a submitted Job, not yet added to a session.
+
+    `quota_reserved`: False when a manager-cluster queue must reserve its quota before it is
+    dispatched (None: no such queue holds it back)."""
     return WorkloadRow(
         namespace=job.namespace,
         name=job.name,
@@ -72,6 +76,7 @@ def new_workload_row(
         nominated=[],
         cancel_requested=False,
         cleanup_pending=False,
+        quota_reserved=quota_reserved,
         created_at=now,
         attempts=[],
     )
@@ -554,3 +559,41 @@ async def workloads_with_active_attempt_in(session: AsyncSession, cluster: str) 
         .distinct()
     )
     return list(result.scalars())
+
+
+async def note_waiting(
+    session: AsyncSession,
+    workload_id: int,
+    waits: dict[int, tuple[str, str]],
+    message: str | None,
+) -> None:
+    """Record why each copy waits in its worker (attempt id -> reason, message), and the
+    workload's message, while it is still undecided (an election since changes nothing)."""
+    for attempt_id, (reason, text) in waits.items():
+        await session.execute(
+            update(AttemptRow)
+            .where(AttemptRow.id == attempt_id, AttemptRow.state == states.ATTEMPT_NOMINATED)
+            .values(reason=reason[:64], message=text)
+        )
+    if message is not None:
+        await session.execute(
+            update(WorkloadRow)
+            .where(
+                WorkloadRow.id == workload_id,
+                WorkloadRow.cluster.is_(None),
+                WorkloadRow.state.in_(states.UNDECIDED_STATES),
+            )
+            .values(message=message)
+        )
+
+
+async def set_external_nominations(
+    session: AsyncSession, workload_id: int, clusters: Sequence[str]
+) -> bool:
+    """The clusters an External dispatcher named (REST, or `status.nominatedClusterNames` on
+    the manager cluster's Workload); False when the workload is gone."""
+    fresh = await get_workload_by_id(session, workload_id, for_update=True)
+    if fresh is None:
+        return False
+    fresh.external_nominations = list(dict.fromkeys(clusters))
+    return True

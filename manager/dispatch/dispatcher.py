@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,7 +27,7 @@ from manager.db import workloads as workload_queries
 from manager.db.credentials import KubeconfigCipher
 from manager.db.events import EventSpec, append_event
 from manager.db.guarded import GuardedWriter
-from manager.db.records import WorkloadReader, WorkloadRecord
+from manager.db.records import AttemptRecord, WorkloadReader, WorkloadRecord
 from manager.db.session import SessionFactory, read_sessions
 from manager.db.tables import AttemptRow, ClusterRow, WorkloadRow
 from manager.dispatch import preemption, refusals
@@ -43,9 +43,12 @@ from manager.dispatch.nomination import (
     nominate,
 )
 from manager.dispatch.remote_state import (
+    WAITING_REASONS,
     CopyState,
     earliest_admitted,
     job_state,
+    waiting_reason,
+    waiting_summary,
     workload_copy_state,
 )
 from manager.dispatch.timing import Clock, is_lost
@@ -152,6 +155,10 @@ class Dispatcher:
         self._by_workload_name: dict[Key, int] = {}
         self._by_job_name: dict[Key, int] = {}
         self._capacity: dict[str, _Capacity] = {}
+        # (namespace, LocalQueue) -> the clusters of its MultiKueueConfig in order, set by the
+        # manager-cluster source; the Incremental mode nominates in this order (queues not in
+        # it, REST-only ones, by name).
+        self.cluster_order: dict[Key, tuple[str, ...]] = {}
         # Copies this manager created and has not yet seen deleted: (cluster, kind, key).
         self._expected: set[tuple[str, str, Key]] = set()
         # What the reconcile last could have seen of each remote object (see object_changed).
@@ -420,10 +427,34 @@ class Dispatcher:
             return
         if row.state in states.FINAL_STATES or row.cancel_requested:
             await self._finalize(row)
+        elif row.quota_reserved is False:
+            await self._withdraw(row)
         elif row.cluster is not None:
             await self._follow_winner(row)
         else:
             await self._dispatch(row)
+
+    async def _withdraw(self, row: WorkloadRecord) -> None:
+        """A workload whose manager-cluster quota is not (or no longer) reserved has no copy
+        anywhere: Kueue's MultiKueue removes the remote objects of a Workload evicted on the
+        manager, and dispatches it again only once it holds quota there."""
+        reason = "EvictedOnManagerCluster"
+        if row.cluster is not None:
+            await self._requeue(
+                row, reason, "its quota in the manager cluster's ClusterQueue was released"
+            )
+            return
+        for conn in self.ready_connections().values():
+            self._remove_copies_soon(row, conn)
+        if workload_queries.active_attempts(row) or row.state == states.DISPATCHED:
+            change = workload_queries.workload_change(
+                row.id,
+                {"state": states.PENDING, "nominated": [], "round_started_at": None},
+                now=self._clock.now(),
+                removal=workload_queries.AttemptRemoval(reason),
+            )
+            if await self.writer.write(change) is not None:
+                self._changed()
 
     def _in_background(
         self,
@@ -792,6 +823,7 @@ class Dispatcher:
         if winner is not None:
             await self._elect(row, winner)
             return
+        await self._note_waiting(row, active, ready)
         # Copies in clusters without an active attempt are stale (an earlier try): remove them.
         for name, conn in ready.items():
             if name not in active:
@@ -815,7 +847,8 @@ class Dispatcher:
             else None,
         )
         candidates = [self._candidate(conn, row, now) for conn in ready.values()]
-        choice = nominate(self.settings.dispatch, demand, candidates, now)
+        order = self.cluster_order.get((row.namespace, row.queue), ())
+        choice = nominate(self.settings.dispatch, demand, candidates, now, order=order)
         step = self._preemption_step(row, ready, active, choice, now)
         choice = step.choice
         targets = [name for name in choice.clusters if name in ready]
@@ -882,6 +915,35 @@ class Dispatcher:
         if choice.recheck_at is not None:
             delay = (choice.recheck_at - now).total_seconds()
             self._queue.add_after(row.id, min(max(delay, 0.5), self.settings.resync_seconds))
+
+    async def _note_waiting(
+        self,
+        row: WorkloadRecord,
+        active: Mapping[str, AttemptRow | AttemptRecord],
+        ready: Mapping[str, ClusterConnection],
+    ) -> None:
+        """Each copy's attempt says why its worker keeps it waiting (the worker's Kueue's
+        words, as MultiKueue shows a remote's QuotaReserved=False), and so does the workload
+        while no worker admits it. Written only when that changes."""
+        wkey = (row.namespace, row.workload_name)
+        waits: dict[str, tuple[str, str]] = {}
+        changed: dict[int, tuple[str, str]] = {}
+        for cluster, attempt in active.items():
+            conn = ready.get(cluster)
+            obj = conn.caches[WORKLOADS].get(wkey) if conn is not None else None
+            waiting = waiting_reason(obj) if obj is not None else None
+            if waiting is None:
+                continue
+            waits[cluster] = waiting
+            keeps_own = attempt.reason is not None and attempt.reason not in WAITING_REASONS
+            if not keeps_own and (attempt.reason, attempt.message) != waiting:
+                changed[attempt.id] = waiting
+        summary = waiting_summary(waits) if waits and len(waits) == len(active) else None
+        if not changed and (summary is None or summary == row.message):
+            return
+        async with self._sessions.begin() as session:
+            await workload_queries.note_waiting(session, row.id, changed, summary)
+        self._changed()
 
     async def _send_copy(
         self, conn: ClusterConnection, body: dict[str, Any], row: WorkloadRecord

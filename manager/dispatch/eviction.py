@@ -10,6 +10,7 @@ from manager import states
 from manager.db import workloads as workload_queries
 from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
+from manager.dispatch.remote_state import stopped_status
 
 
 async def take_back(
@@ -42,6 +43,11 @@ async def take_back(
     row.admitted_at = None
     row.nominated = [n for n in row.nominated if n != cluster]
     row.round_started_at = None
+    row.remote_status = stopped_status(row.remote_status)
+    if row.quota_reserved:
+        # Under a manager-cluster queue, Kueue there gives the quota back and reserves it
+        # anew before it is dispatched again (the MultiKueue check goes to Retry).
+        row.quota_reserved = False
     await append_event(
         session,
         at=now,

@@ -6,7 +6,7 @@ which uses the agents' capacity reports to send a workload first where it fits n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -25,9 +25,12 @@ class DispatchMode(StrEnum):
 @dataclass(frozen=True)
 class DispatchConfig:
     mode: DispatchMode = DispatchMode.ALL_AT_ONCE
-    # Kueue's incremental dispatcher: 3 more clusters every 5 minutes.
+    # Kueue's incremental dispatcher: 3 more clusters every 5 minutes, in the order of the
+    # MultiKueueConfig (Kueue's MultiKueueIncrementalDispatcherRespectConfigOrder gate, on by
+    # default since 0.19); False: by name, as with that gate off.
     step_size: int = 3
     round_timeout: timedelta = timedelta(minutes=5)
+    config_order: bool = True
     # BestFit keeps its choice this long before adding another cluster.
     best_fit_round_timeout: timedelta = timedelta(minutes=1)
 
@@ -112,15 +115,33 @@ def nominate(
     demand: WorkloadDemand,
     candidates: Sequence[Candidate],
     now: datetime,
+    *,
+    order: Sequence[str] = (),
 ) -> Nomination:
-    """The clusters that should hold a copy of the workload now."""
+    """The clusters that should hold a copy of the workload now.
+
+    `order` is the cluster order of the workload's MultiKueueConfig (its `spec.clusters`);
+    only the Incremental mode reads it, the others order by name as Kueue's do.
+    """
     if config.mode is DispatchMode.ALL_AT_ONCE:
         return _all_at_once(candidates)
     if config.mode is DispatchMode.EXTERNAL:
         return Nomination(tuple(demand.external or ()), demand.round_started_at)
     if config.mode is DispatchMode.INCREMENTAL:
-        return _incremental(config, demand, candidates, now)
+        return _incremental(config, demand, candidates, now, order if config.config_order else ())
     return _best_fit(config, demand, candidates, now)
+
+
+def in_order(names: Iterable[str], order: Sequence[str]) -> list[str]:
+    """`names` in the given order; those it does not list after them, by name.
+
+    The tail keeps clusters no MultiKueueConfig names (registered through REST, or a config
+    changed since) reachable, in the deterministic order the manager always used.
+    """
+    rank: dict[str, int] = {}
+    for position, name in enumerate(order):
+        rank.setdefault(name, position)
+    return sorted(names, key=lambda name: (rank.get(name, len(rank)), name))
 
 
 def _all_at_once(candidates: Sequence[Candidate]) -> Nomination:
@@ -132,13 +153,19 @@ def _incremental(
     demand: WorkloadDemand,
     candidates: Sequence[Candidate],
     now: datetime,
+    order: Sequence[str],
 ) -> Nomination:
-    """Kueue's incremental dispatcher: a new round adds the next `step_size` clusters by name."""
+    """Kueue's incremental dispatcher: a new round adds the next `step_size` clusters.
+
+    As `getNextNominatedWorkers` in Kueue's pkg/controller/workloaddispatcher/
+    incrementaldispatcher.go: the clusters not yet nominated, in `order`, the first
+    `step_size` of them; a round lasts `round_timeout` (Kueue: 5 minutes, 3 clusters).
+    """
     started = demand.round_started_at
     if demand.nominated and started is not None and now - started <= config.round_timeout:
         return Nomination(demand.nominated, started, started + config.round_timeout)
     already = set(demand.nominated)
-    remaining = sorted(c.name for c in candidates if c.name not in already)
+    remaining = in_order((c.name for c in candidates if c.name not in already), order)
     if not remaining:
         # No more workers: keep what is nominated, look again when one may have come back.
         return Nomination(demand.nominated, started, now + config.round_timeout)

@@ -97,3 +97,35 @@ def earliest_admitted(admissions: Sequence[tuple[str, datetime | None]]) -> str 
         return ((at.replace(tzinfo=None) if at is not None else far), name)
 
     return sorted(admissions, key=key)[0][0]
+
+
+# QuotaReserved=False reasons a worker's Kueue gives a copy that waits (its own words follow).
+WAITING_REASONS = frozenset({"Pending", "Inadmissible", "Suspended"})
+
+
+def waiting_reason(obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(reason, message) of a worker's copy that waits for quota there, in that Kueue's words;
+    None when it holds quota or the worker has not said yet."""
+    found = find_condition(obj, "QuotaReserved")
+    if found is None or found.get("status") != "False" or not found.get("message"):
+        return None
+    return str(found.get("reason") or "Pending"), str(found["message"])
+
+
+def waiting_summary(waits: Mapping[str, tuple[str, str]]) -> str:
+    """The workload's message while every worker holding a copy keeps it waiting."""
+    return "; ".join(f"{cluster}: {message}" for cluster, (_, message) in sorted(waits.items()))
+
+
+# What a Job's status says about pods running now, as opposed to how it ran so far.
+_RUNNING_FIELDS = ("active", "ready", "terminating", "startTime")
+
+
+def stopped_status(status: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The mirrored Job status once its winner's copy is gone (evicted, lost, refused): no pod
+    runs anywhere, as a suspended Job's status says. Kueue on the manager cluster gives the
+    quota back only when the Job shows no active pod; the last status seen from the worker
+    would otherwise hold it forever."""
+    if status is None:
+        return None
+    return {k: v for k, v in status.items() if k not in _RUNNING_FIELDS}

@@ -26,11 +26,12 @@ from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import load_only
 
 from kueue_api.documents import DocumentError, load_yaml
+from kueue_api.events import build_event
 from kueue_api.timestamps import rfc3339
 from kueue_api.webhooks.server import WebhookServer
 from manager import states
@@ -39,6 +40,7 @@ from manager.db import workloads as workload_queries
 from manager.db.credentials import EncryptionKeyError, new_token
 from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
+from manager.dispatch.nomination import DispatchMode
 from manager.jobs import (
     JOBSET,
     JOBSET_GROUP,
@@ -54,11 +56,29 @@ from manager.jobs import (
     workload_name,
 )
 from manager.remote.api_errors import status_message
-from manager.remote.connection import JOBS, JOBSETS, ClusterConnection, Key, Unreachable
+from manager.remote.connection import (
+    JOBS,
+    JOBSETS,
+    WORKLOADS,
+    ClusterConnection,
+    Key,
+    Unreachable,
+)
 from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 from manager.runtime import ManagerRuntime
 from manager.settings import MANAGER_NAMESPACE
-from manager.sources.manager_workload import Record, status_key, workload_body, workload_status
+from manager.sources.manager_workload import (
+    WAITING_FOR_WORKLOAD,
+    Record,
+    check_entry,
+    decide,
+    external_nominations,
+    mirrors_now,
+    owner_is_managed,
+    pending_message,
+    standalone_workload,
+)
+from manager.sources.multikueue_checks import check_condition
 from manager.webhooks import manager_webhook_server
 
 log = logging.getLogger(__name__)
@@ -66,12 +86,36 @@ log = logging.getLogger(__name__)
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 SOURCE = "manager-cluster"
 CLUSTER_SOURCE = "multikueue"
+EVENT_COMPONENT = "mkq-manager"
 WATCHED_KINDS = (
     "admissionchecks",
     "clusterqueues",
     "localqueues",
     "multikueueconfigs",
     "multikueueclusters",
+)
+
+
+# What a pass reads of each workload row.
+_ROW_COLUMNS = (
+    WorkloadRow.id,
+    WorkloadRow.namespace,
+    WorkloadRow.name,
+    WorkloadRow.uid,
+    WorkloadRow.state,
+    WorkloadRow.cancel_requested,
+    WorkloadRow.remote_status,
+    WorkloadRow.workload_name,
+    WorkloadRow.queue,
+    WorkloadRow.cluster,
+    WorkloadRow.nominated,
+    WorkloadRow.external_nominations,
+    WorkloadRow.message,
+    WorkloadRow.priority,
+    WorkloadRow.priority_class,
+    WorkloadRow.kind,
+    WorkloadRow.source,
+    WorkloadRow.quota_reserved,
 )
 
 
@@ -108,13 +152,12 @@ class ManagerClusterSource:
                 **{kind: None for kind in WATCHED_KINDS},
                 JOBS: QUEUE_LABEL,
                 JOBSETS: QUEUE_LABEL,
+                WORKLOADS: None,
             },
         )
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._synced_status: dict[tuple[str, str], str] = {}
-        # Per manager-cluster Workload: what its status was last written from.
-        self._workload_status: dict[tuple[str, str], tuple[object, ...]] = {}
         self._kubeconfig_digest: dict[str, str] = {}
         self.passes = 0
         settings = runtime.settings
@@ -176,12 +219,16 @@ class ManagerClusterSource:
     def object_changed(self, connection: ClusterConnection, kind: str, key: Key) -> None:
         self._wake.set()
 
+    def wake(self) -> None:
+        """Run a pass soon (a REST submission into a manager-cluster queue needs its Workload)."""
+        self._wake.set()
+
     async def _run(self) -> None:
         """A pass after every burst of changes (and every `interval` to be safe)."""
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._interval)
-            await asyncio.sleep(0.2)  # let a burst of events land in the cache first
+            await asyncio.sleep(0.05)  # let a burst of events land in the cache first
             self._wake.clear()
             if not self._connection.ready:
                 continue
@@ -348,27 +395,29 @@ class ManagerClusterSource:
         await runtime.dispatcher.reconnect_cluster(name)
 
     async def _sync_checks(self, topology: _Topology) -> None:
-        """Kueue's rule: a MultiKueue check is Active while one of its clusters is usable."""
-        ready = self._runtime.dispatcher.ready_connections()
+        """Each MultiKueue check's Active condition in Kueue's words (`multikueue_checks`), and
+        the dispatcher's cluster order per queue: the order of its MultiKueueConfig.
+
+        Existence is read from the caches, not the topology: the topology keeps only configs a
+        ClusterQueue uses, and Kueue reports on every MultiKueue check, used or not.
+        """
+        dispatcher = self._runtime.dispatcher
+        connected = dispatcher.ready_connections()
+        configs = {
+            config["metadata"]["name"]: list((config.get("spec") or {}).get("clusters") or [])
+            for config in self._list("multikueueconfigs")
+        }
+        existing = {cluster["metadata"]["name"] for cluster in self._list("multikueueclusters")}
         for check in topology.checks.values():
-            config = ((check.get("spec") or {}).get("parameters") or {}).get("name")
-            clusters = topology.configs.get(str(config), [])
-            if any(name in ready for name in clusters):
-                await self._set_active(
-                    check,
-                    True,
-                    "SomeActiveClusters",
-                    "at least one worker cluster is connected",
-                    "admissionchecks",
-                )
-            else:
-                await self._set_active(
-                    check,
-                    False,
-                    "NoUsableClusters",
-                    "no worker cluster of this check is connected",
-                    "admissionchecks",
-                )
+            parameters = (check.get("spec") or {}).get("parameters")
+            active, reason, message = check_condition(parameters, configs, existing, connected)
+            await self._set_active(check, active, reason, message, "admissionchecks")
+        # Kueue's incremental dispatcher goes down spec.clusters in order
+        # (pkg/controller/workloaddispatcher/incrementaldispatcher.go).
+        dispatcher.cluster_order = {
+            queue: tuple(topology.configs.get(config, ()))
+            for queue, config in topology.queue_to_config.items()
+        }
 
     def _stored_kubeconfig(self, encrypted: bytes) -> str | None:
         try:
@@ -391,14 +440,24 @@ class ManagerClusterSource:
             for c in (cluster.get("status") or {}).get("conditions") or []
             if c.get("type") == "Active"
         ]
-        if current and current[0].get("status") == status and current[0].get("reason") == reason:
+        message = message[:1000] or reason
+        if current and (
+            current[0].get("status"),
+            current[0].get("reason"),
+            current[0].get("message"),
+        ) == (status, reason, message):
+            # Kueue rewrites the condition when any of the three changed (cmpConditionState in
+            # pkg/controller/admissionchecks/multikueue/admissioncheck.go).
             return
         condition = {
             "type": "Active",
             "status": status,
             "reason": reason,
-            "message": message[:1000] or reason,
-            "lastTransitionTime": rfc3339(self._runtime.clock.now()),
+            "message": message,
+            # The time of the last change of status, not of every rewording.
+            "lastTransitionTime": current[0].get("lastTransitionTime")
+            if current and current[0].get("status") == status
+            else rfc3339(self._runtime.clock.now()),
             "observedGeneration": (cluster.get("metadata") or {}).get("generation", 0),
         }
         custom = client.CustomObjectsApi(self._api)
@@ -428,30 +487,17 @@ class ManagerClusterSource:
                 (
                     await session.execute(
                         select(WorkloadRow)
-                        .options(
-                            load_only(
-                                WorkloadRow.id,
-                                WorkloadRow.namespace,
-                                WorkloadRow.name,
-                                WorkloadRow.uid,
-                                WorkloadRow.state,
-                                WorkloadRow.cancel_requested,
-                                WorkloadRow.remote_status,
-                                WorkloadRow.workload_name,
-                                WorkloadRow.queue,
-                                WorkloadRow.cluster,
-                                WorkloadRow.nominated,
-                                WorkloadRow.message,
-                                WorkloadRow.priority,
-                                WorkloadRow.priority_class,
-                                WorkloadRow.kind,
+                        .options(load_only(*_ROW_COLUMNS))
+                        .where(
+                            or_(
+                                WorkloadRow.source == SOURCE,
+                                WorkloadRow.quota_reserved.is_not(None),
                             )
                         )
-                        .where(WorkloadRow.source == SOURCE)
                     )
                 ).scalars()
             )
-        known = {(r.namespace, r.name): r for r in rows}
+        known = {(r.namespace, r.name): r for r in rows if r.source == SOURCE}
         for key, job in present.items():
             row = known.get(key)
             if row is None or row.uid != job["metadata"].get("uid"):
@@ -460,15 +506,27 @@ class ManagerClusterSource:
                 continue
             if row.state not in states.FINAL_STATES or row.remote_status:
                 await self._sync_status(job, row)
+        for row in rows:
+            if row.quota_reserved is None:
+                continue  # dispatched without a manager-cluster queue (REST into a worker's)
             check = topology.queue_to_check.get((row.namespace, row.queue))
-            if check is not None:
-                await self._sync_workload(job, row, check)
+            job = present.get((row.namespace, row.name)) if row.source == SOURCE else None
+            await self._sync_workload(row, check, job)
         for key, row in known.items():
             gone = key not in present or present[key]["metadata"].get("uid") != row.uid
             if gone and row.state not in states.FINAL_STATES and not row.cancel_requested:
                 await self._cancel(row, "its Job was deleted from the manager cluster")
 
+    def multikueue_queue(self, namespace: str, name: str) -> bool:
+        """Whether the manager cluster's LocalQueue `namespace/name` exists and its
+        ClusterQueue dispatches through MultiKueue (a REST submission into it then waits for
+        quota there, as a job created in the cluster does)."""
+        if not self._connection.ready:
+            return False
+        return (namespace, name) in self._read_topology().queue_to_config
+
     async def _admit_job(self, job: dict[str, Any]) -> None:
+        """Record a manager-cluster job; it is dispatched once Kueue there reserves its quota."""
         runtime = self._runtime
         meta = job["metadata"]
         try:
@@ -495,6 +553,8 @@ class ManagerClusterSource:
             priority=await self._priority(parsed.priority_class),
             source=SOURCE,
             now=now,
+            message=WAITING_FOR_WORKLOAD,
+            quota_reserved=False,
         )
         try:
             await workload_queries.insert_submitted(
@@ -519,13 +579,15 @@ class ManagerClusterSource:
     async def _sync_status(self, job: dict[str, Any], row: WorkloadRow) -> None:
         """Copy the worker Job's status to the manager's Job (which never runs itself)."""
         remote = row.remote_status
-        if not remote:
+        if remote is None:
+            return
+        kind = job_kind(row.kind)
+        if kind is not JOBSET and not mirrors_now(job, remote, winner=row.cluster):
             return
         digest = hashlib.sha256(json.dumps(remote, sort_keys=True).encode()).hexdigest()
         key = (row.namespace, row.name)
         if self._synced_status.get(key) == digest:
             return
-        kind = job_kind(row.kind)
         # A merge patch keeps what it does not name: a field the worker's Job dropped (`active`
         # once it finished) is cleared explicitly, or kube-apiserver refuses the mix.
         dropped = {field: None for field in job.get("status") or {} if field not in remote}
@@ -571,59 +633,160 @@ class ManagerClusterSource:
         else:
             await batch.patch_namespaced_job(name, namespace, patch)
 
-    async def _sync_workload(self, job: dict[str, Any], row: WorkloadRow, check: str) -> None:
-        """Create the Job's Workload in the manager cluster and keep its status in step."""
-        record = Record(row.state, row.cluster, list(row.nominated or []), row.message)
-        key = (row.namespace, row.workload_name)
-        wanted = status_key(record, check)
-        if self._workload_status.get(key) == wanted:
-            return
-        custom = client.CustomObjectsApi(self._api)
-        if key not in self._workload_status:
-            kind = job_kind(row.kind)
-            body = workload_body(
-                job,
-                api_version=kind.api_version,
-                kind=kind.kind,
-                workload_name=row.workload_name,
-                origin=self._runtime.settings.origin,
-                priority_class=row.priority_class,
-                priority=row.priority,
-            )
-            try:
-                await custom.create_namespaced_custom_object(
-                    KUEUE_GROUP, KUEUE_VERSION, row.namespace, "workloads", body
-                )
-            except ApiException as error:
-                if error.status != 409:
-                    log.info("Workload %s/%s not created: %s", *key, error.reason)
-                    return
-        at = rfc3339(self._runtime.clock.now())
-        status = workload_status(record, check, at)
-        try:
-            await self._patch_workload_status(custom, key, status)
-        except ApiException as error:
-            if error.status != 422 or status["clusterName"] is None:
-                log.info("status of Workload %s/%s not written: %s", *key, error.reason)
-                return
-            # Won by another worker after an eviction this manager did not see (it was down):
-            # clusterName is immutable while set, so it is cleared first, as an eviction does.
-            await self._patch_workload_status(custom, key, {**status, "clusterName": None})
-            await self._patch_workload_status(custom, key, status)
-        self._workload_status[key] = wanted
-
-    async def _patch_workload_status(
-        self, custom: client.CustomObjectsApi, key: tuple[str, str], status: dict[str, Any]
+    async def _sync_workload(
+        self, row: WorkloadRow, check: str | None, job: dict[str, Any] | None
     ) -> None:
-        await custom.patch_namespaced_custom_object_status(
-            KUEUE_GROUP,
-            KUEUE_VERSION,
-            key[0],
-            "workloads",
-            key[1],
-            {"status": status},
-            _content_type="application/merge-patch+json",  # type: ignore[call-arg]
+        """Follow the manager's Workload of a workload under a manager-cluster queue: dispatch
+        it while Kueue there holds its quota, and write the MultiKueue check's state."""
+        key = (row.namespace, row.workload_name)
+        workload = self._connection.caches[WORKLOADS].get(key)
+        standalone = row.source != SOURCE
+        if workload is None:
+            if row.state in states.FINAL_STATES or row.cancel_requested:
+                return
+            if standalone:
+                await self._create_standalone(row)
+                return
+            await self._record(row, False, WAITING_FOR_WORKLOAD)
+            return
+        if standalone and (row.cancel_requested or row.state == states.CANCELLED):
+            await self._delete_workload(key)
+            return
+        if check is None:
+            # Its queue no longer dispatches through MultiKueue (or is gone): it waits.
+            await self._record(row, False, pending_message(workload))
+            return
+        record = Record(row.state, row.cluster, list(row.nominated or []), row.message, standalone)
+        external = self._runtime.settings.dispatcher is DispatchMode.EXTERNAL
+        decision = decide(
+            record,
+            workload,
+            check,
+            rfc3339(self._runtime.clock.now()),
+            owner_managed=owner_is_managed(job) if job is not None else (True, ""),
+            external=external,
         )
+        named = external_nominations(workload) if external and row.cluster is None else None
+        if named is not None and named != (row.external_nominations or None):
+            async with self._runtime.sessions.begin() as session:
+                await workload_queries.set_external_nominations(session, row.id, named)
+            row.external_nominations = named
+            self._runtime.dispatcher.enqueue(row.id)
+        written = decision.status is not None and await self._write_workload_status(
+            workload, decision.status
+        )
+        if written and decision.status is not None:
+            await self._announce(workload, check, decision.status)
+        if row.state not in states.FINAL_STATES:
+            await self._record(row, decision.reserved, decision.message)
+
+    async def _record(self, row: WorkloadRow, reserved: bool, message: str | None) -> None:
+        """Store whether the manager's quota holds the workload, and why it waits; wake its
+        reconcile when that changes."""
+        shown = message if not reserved and row.cluster is None else row.message
+        if row.quota_reserved == reserved and (reserved or row.message == shown):
+            return
+        values: dict[str, Any] = {"quota_reserved": reserved}
+        if not reserved and row.cluster is None and row.state != states.EVICTED:
+            values["message"] = shown
+        change = workload_queries.workload_change(row.id, values, now=self._runtime.clock.now())
+        if await self._runtime.dispatcher.writer.write(change) is None:
+            return
+        row.quota_reserved = reserved
+        row.message = values.get("message", row.message)
+        self._runtime.dispatcher.enqueue(row.id)
+
+    async def _create_standalone(self, row: WorkloadRow) -> None:
+        async with self._runtime.sessions() as session:
+            manifest = (
+                await session.execute(select(WorkloadRow.manifest).where(WorkloadRow.id == row.id))
+            ).scalar_one_or_none()
+        if manifest is None:
+            return
+        body = standalone_workload(
+            manifest,
+            workload_name=row.workload_name,
+            priority_class=row.priority_class,
+            priority=row.priority,
+        )
+        custom = client.CustomObjectsApi(self._api)
+        try:
+            await custom.create_namespaced_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, row.namespace, WORKLOADS, body
+            )
+        except ApiException as error:
+            if error.status != 409:
+                log.info(
+                    "Workload %s/%s not created in the manager cluster: %s: %s",
+                    row.namespace,
+                    row.workload_name,
+                    error.reason,
+                    status_message(error),
+                )
+
+    async def _delete_workload(self, key: tuple[str, str]) -> None:
+        custom = client.CustomObjectsApi(self._api)
+        with contextlib.suppress(ApiException):
+            await custom.delete_namespaced_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, key[0], WORKLOADS, key[1]
+            )
+
+    async def _announce(self, workload: dict[str, Any], check: str, status: dict[str, Any]) -> None:
+        """A `MultiKueue` Event on the manager's Workload when the check changed state, in
+        its message's words, as Kueue's MultiKueue controller records it. Best effort."""
+        before = (check_entry(workload, check) or {}).get("state")
+        after = next((e for e in status.get("admissionChecks") or [] if e["name"] == check), None)
+        if after is None or after.get("state") == before:
+            return
+        event = build_event(
+            {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "Workload", **workload},
+            "Warning" if after["state"] in ("Retry", "Rejected") else "Normal",
+            "MultiKueue",
+            str(after.get("message") or after["state"]),
+            self._runtime.clock.now(),
+            EVENT_COMPONENT,
+        )
+        core = client.CoreV1Api(self._api)
+        try:
+            await core.create_namespaced_event(
+                event["metadata"]["namespace"],
+                event,
+                _request_timeout=self._runtime.settings.worker_request_timeout_seconds,
+            )
+        except (ApiException, TimeoutError, OSError) as error:
+            log.debug("event on Workload %s not posted: %s", workload["metadata"]["name"], error)
+
+    async def _write_workload_status(
+        self, workload: dict[str, Any], status: dict[str, Any]
+    ) -> bool:
+        """Merge-patch the status, on the version read (a 409 means Kueue there changed it
+        meanwhile: the next pass decides again on the new one). True when written."""
+        meta = workload["metadata"]
+        custom = client.CustomObjectsApi(self._api)
+        patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": status}
+        try:
+            await custom.patch_namespaced_custom_object_status(
+                KUEUE_GROUP,
+                KUEUE_VERSION,
+                meta["namespace"],
+                WORKLOADS,
+                meta["name"],
+                patch,
+                _content_type="application/merge-patch+json",  # type: ignore[call-arg]
+            )
+        except ApiException as error:
+            if error.status == 409:
+                self._wake.set()
+                return False
+            log.info(
+                "status of Workload %s/%s not written: %s: %s",
+                meta["namespace"],
+                meta["name"],
+                error.reason,
+                status_message(error),
+            )
+            return False
+        return True
 
     async def _cancel(self, row: WorkloadRow, message: str) -> None:
         runtime = self._runtime

@@ -1,11 +1,23 @@
-"""The Workload a MultiKueue manager keeps in its own cluster for each Job it dispatches.
+"""The manager cluster's Workload, read and written as Kueue's MultiKueue admission check does.
 
-Kueue users read dispatch state from it (`kubectl get workloads`), as they would on a Kueue
-manager: owned by the Job (so it goes with it), the MultiKueue admission check's state,
-`nominatedClusterNames` while undecided, `status.clusterName` once a worker won (immutable while
-set; cleared only when the workload is evicted and dispatched anew, as Kueue does), Admitted
-when the check is Ready, and Finished mirrored from the worker. Pure: built from the manager's
-record, time passed in.
+On a MultiKueue manager, Kueue itself (here: an agent run against the manager cluster) gives
+each queued job its Workload and reserves quota for it in the manager's ClusterQueue; the
+MultiKueue check controller (the manager) dispatches a Workload only while it holds that
+reservation, and writes the check's state (pkg/controller/admissionchecks/multikueue/
+workload.go):
+- Pending while undecided, `status.nominatedClusterNames` naming the workers that hold a copy;
+- Ready once a worker admitted it, message `The workload was admitted on "<worker>"`,
+  `status.clusterName` the winner (the agent then sets Admitted and unsuspends the job);
+- Retry when the winner evicted it or was lost (`Workload evicted on worker cluster: ...,
+  resetting for re-admission`): Kueue then evicts the manager's Workload, gives its quota
+  back and queues it again, and the check starts over at Pending;
+- Rejected when the job is not one the MultiKueue manager may run (not `managedBy` it).
+Kueue appends `Previously: "<state>"` to a message that changes the state.
+
+A Workload the manager made itself, for a REST submission into a manager-cluster queue, has no
+job to finish it: the manager writes its Finished condition.
+
+Pure: the manager's record and the cached Workload in, a decision out; time passed in.
 """
 
 from __future__ import annotations
@@ -14,10 +26,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kueue_api.conditions import condition_true, find_condition
 from manager import states
 from manager.jobs import ORIGIN_LABEL, workload_copy
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+MULTIKUEUE_MANAGED_BY = "kueue.x-k8s.io/multikueue"
+PENDING, READY, RETRY, REJECTED = "Pending", "Ready", "Retry", "Rejected"
+WAITING_FOR_WORKLOAD = "waiting for Kueue on the manager cluster to create the Workload"
+WAITING_FOR_QUOTA = "waiting for quota in the manager cluster's ClusterQueue"
 
 
 @dataclass(frozen=True)
@@ -28,93 +45,213 @@ class Record:
     cluster: str | None
     nominated: Sequence[str]
     message: str | None
+    standalone: bool = False  # a REST submission: the manager made the Workload
 
 
-def workload_body(
-    owner: Mapping[str, Any],
+@dataclass(frozen=True)
+class Decision:
+    """What one look at the manager's Workload decides.
+
+    `reserved`: whether the workload may be dispatched (or keep its winner); `message`: why it
+    waits, in Kueue's words, when it may not; `status`: a merge patch of the Workload's status
+    to write (None: nothing to write).
+    """
+
+    reserved: bool
+    message: str | None
+    status: dict[str, Any] | None
+
+
+def standalone_workload(
+    manifest: Mapping[str, Any],
     *,
-    api_version: str,
-    kind: str,
     workload_name: str,
-    origin: str,
     priority_class: str | None,
     priority: int,
 ) -> dict[str, Any]:
-    """The Workload object, owned by the submitted object (`owner`, as read from the cluster)."""
+    """The Workload a REST submission gets in the manager cluster: no owner (there is no job
+    there), so it holds the submission's place in the manager's queue and quota."""
     body = workload_copy(
-        owner,
+        manifest,
         workload_name=workload_name,
-        origin=origin,
+        origin="",
         priority_class=priority_class,
         priority=priority,
     )
-    meta = owner["metadata"]
     labels = dict(body["metadata"].get("labels") or {})
     labels.pop(ORIGIN_LABEL, None)  # this is the origin, not a copy
-    labels[JOB_UID_LABEL] = str(meta.get("uid") or "")
     body["metadata"]["labels"] = labels
-    body["metadata"]["ownerReferences"] = [
-        {
-            "apiVersion": api_version,
-            "kind": kind,
-            "name": meta["name"],
-            "uid": meta.get("uid"),
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
     return body
 
 
-def check_state(record: Record) -> tuple[str, str]:
-    """(state, message) of the MultiKueue admission check."""
-    if record.cluster is not None:
-        return "Ready", f'The workload got reservation on "{record.cluster}"'
-    if record.state == states.EVICTED:
-        return "Pending", "Workload evicted on worker cluster, resetting for re-admission"
+def owner_is_managed(job: Mapping[str, Any]) -> tuple[bool, str]:
+    """Kueue's IsJobManagedByKueue for a manager-cluster job: its controller must be
+    MultiKueue, or a worker and the manager cluster would both run it."""
+    managed_by = str((job.get("spec") or {}).get("managedBy") or "")
+    if managed_by == MULTIKUEUE_MANAGED_BY:
+        return True, ""
+    return (
+        False,
+        f'Expecting spec.managedBy to be "{MULTIKUEUE_MANAGED_BY}" not "{managed_by}"',
+    )
+
+
+def _status(workload: Mapping[str, Any]) -> Mapping[str, Any]:
+    return workload.get("status") or {}
+
+
+def holds_reservation(workload: Mapping[str, Any]) -> bool:
+    """QuotaReserved in the manager's ClusterQueue, and neither finished nor being evicted."""
+    return (
+        condition_true(workload, "QuotaReserved")
+        and not condition_true(workload, "Finished")
+        and not condition_true(workload, "Evicted")
+    )
+
+
+def pending_message(workload: Mapping[str, Any]) -> str:
+    """Why Kueue on the manager cluster has not reserved quota: its own words."""
+    for kind in ("Evicted", "QuotaReserved"):
+        found = find_condition(workload, kind)
+        if found is None or not found.get("message"):
+            continue
+        if (kind == "Evicted") == (found.get("status") == "True"):
+            return str(found["message"])
+    return WAITING_FOR_QUOTA
+
+
+def check_entry(workload: Mapping[str, Any], check: str) -> Mapping[str, Any] | None:
+    for entry in _status(workload).get("admissionChecks") or []:
+        if entry.get("name") == check:
+            return entry
+    return None
+
+
+def _with_check(
+    workload: Mapping[str, Any], check: str, state: str, message: str, at: str
+) -> list[dict[str, Any]]:
+    """The whole admissionChecks list with ours set (a merge patch replaces lists whole)."""
+    entries = [dict(e) for e in _status(workload).get("admissionChecks") or []]
+    ours = next((e for e in entries if e.get("name") == check), None)
+    if ours is None:
+        ours = {"name": check, "state": PENDING, "lastTransitionTime": at}
+        entries.append(ours)
+    previous = str(ours.get("state") or PENDING)
+    if previous != state:
+        ours["lastTransitionTime"] = at
+        message = f'{message}, Previously: "{previous}"'
+    ours["state"] = state
+    ours["message"] = message[:32768]
+    return entries
+
+
+def _finished(record: Record, workload: Mapping[str, Any], at: str) -> dict[str, Any] | None:
+    """A standalone Workload's Finished condition, written once at the end."""
+    if not record.standalone or condition_true(workload, "Finished"):
+        return None
+    if record.state == states.SUCCEEDED:
+        reason, message = "Succeeded", record.message or "Job finished successfully"
+    elif record.state == states.FAILED:
+        reason, message = "Failed", record.message or "Job failed"
+    else:
+        return None
+    conditions = [dict(c) for c in _status(workload).get("conditions") or []]
+    conditions = [c for c in conditions if c.get("type") != "Finished"]
+    conditions.append(
+        {
+            "type": "Finished",
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": at,
+            "observedGeneration": (workload.get("metadata") or {}).get("generation", 1),
+        }
+    )
+    return {"conditions": conditions}
+
+
+def decide(
+    record: Record,
+    workload: Mapping[str, Any],
+    check: str,
+    at: str,
+    *,
+    owner_managed: tuple[bool, str] = (True, ""),
+    external: bool = False,
+) -> Decision:
+    """One look at the manager's Workload of a workload under a MultiKueue check.
+
+    `external`: an External dispatcher chooses the workers and writes
+    `status.nominatedClusterNames` itself (`external_nominations` reads them)."""
     if record.state in states.FINAL_STATES:
-        return "Pending", record.message or record.state
-    return "Pending", "Waiting for a worker cluster to admit the workload"
-
-
-def _condition(kind: str, status: str, reason: str, message: str, at: str) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": at,
-    }
-
-
-def workload_status(record: Record, check: str, at: str) -> dict[str, Any]:
-    """The status to write (a merge patch: absent fields are cleared with None)."""
-    state, message = check_state(record)
-    admitted = record.cluster is not None
-    conditions = []
-    if admitted:
-        conditions += [
-            _condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved", at),
-            _condition("Admitted", "True", "Admitted", "The workload is admitted", at),
-        ]
-    if record.state in (states.SUCCEEDED, states.FAILED):
-        reason = "Succeeded" if record.state == states.SUCCEEDED else "Failed"
-        conditions.append(_condition("Finished", "True", reason, record.message or reason, at))
-    elif record.state == states.CANCELLED:
-        conditions.append(
-            _condition("Finished", "True", "Cancelled", record.message or "cancelled", at)
+        return Decision(False, None, _finished(record, workload, at))
+    ours = check_entry(workload, check)
+    state = str((ours or {}).get("state") or PENDING)
+    current_cluster = _status(workload).get("clusterName")
+    managed, why_not = owner_managed
+    if not managed:
+        if state == REJECTED:
+            return Decision(False, str((ours or {}).get("message") or ""), None)
+        message = f"The owner is not managed by Kueue: {why_not}"
+        status = {"admissionChecks": _with_check(workload, check, REJECTED, message, at)}
+        return Decision(False, message, status if holds_reservation(workload) else None)
+    if not holds_reservation(workload):
+        return Decision(False, pending_message(workload), None)
+    if state in (RETRY, REJECTED):
+        # Kueue on the manager cluster evicts it next and gives its quota back.
+        return Decision(False, str((ours or {}).get("message") or state), None)
+    if record.cluster is not None:
+        if state == READY and current_cluster == record.cluster:
+            return Decision(True, None, None)
+        message = f'The workload was admitted on "{record.cluster}"'
+        return Decision(
+            True,
+            None,
+            {
+                "admissionChecks": _with_check(workload, check, READY, message, at),
+                "clusterName": record.cluster,
+                "nominatedClusterNames": None,
+            },
         )
-    undecided = record.state in states.UNDECIDED_STATES and not admitted
-    return {
-        "admissionChecks": [
-            {"name": check, "state": state, "message": message, "lastTransitionTime": at}
-        ],
-        "clusterName": record.cluster,
-        "nominatedClusterNames": list(record.nominated) if undecided and record.nominated else None,
-        "conditions": conditions,
-    }
+    if state == READY or current_cluster is not None:
+        # It had a winner that evicted it or was lost: the reservation starts over.
+        where = current_cluster or "unknown"
+        message = f'Workload evicted on worker cluster: "{where}", resetting for re-admission'
+        return Decision(
+            False,
+            message,
+            {"admissionChecks": _with_check(workload, check, RETRY, message, at)},
+        )
+    if external:
+        return Decision(True, None, None)  # the external controller writes the nominations
+    nominated = sorted(record.nominated) or None
+    if _status(workload).get("nominatedClusterNames") != nominated:
+        return Decision(True, None, {"nominatedClusterNames": nominated})
+    return Decision(True, None, None)
 
 
-def status_key(record: Record, check: str) -> tuple[object, ...]:
-    """What a status write depends on, times aside: a write happens only when this changes."""
-    return (check, record.state, record.cluster, tuple(record.nominated), record.message)
+def mirrors_now(job: Mapping[str, Any], remote: Mapping[str, Any], *, winner: str | None) -> bool:
+    """Whether the worker's Job status is copied to the manager cluster's Job now, by Kueue's
+    rule (determineStatusUpdate, pkg/controller/jobs/job/job_multikueue_adapter.go): while the
+    manager's Job is still suspended (Kueue there has not admitted it yet) a running remote's
+    status waits, so a suspended Job never shows a start time or active pods; it is copied
+    once the manager's Job runs, or the remote is suspended or finished. With no winner, what
+    is held is the stopped status of a copy that is gone, copied at once so Kueue there sees
+    nothing running and gives the quota back."""
+    if not (job.get("spec") or {}).get("suspend") or winner is None:
+        return True
+    for found in remote.get("conditions") or []:
+        if found.get("status") == "True" and found.get("type") in (
+            "Suspended",
+            "Complete",
+            "Failed",
+        ):
+            return True
+    return False
+
+
+def external_nominations(workload: Mapping[str, Any]) -> list[str] | None:
+    """The workers an External dispatcher named on the manager's Workload (Kueue 0.20: a
+    controller other than Kueue's writes `status.nominatedClusterNames`), or None."""
+    names = _status(workload).get("nominatedClusterNames")
+    return [str(n) for n in names] if isinstance(names, list) else None

@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.text import Text
 
 from kueue_api import Configuration
-from kueue_api.loader import load_documents
+from kueue_api.loader import ConfigurationFileError, load_configuration
 from mkq.profiling import profiled
 from worker_agent.agent import Agent, AgentConfig, settings_from
 from worker_agent.kube_client import ApiError, KubeClient
@@ -275,13 +275,10 @@ def agent_settings(ctx: click.Context, configuration: Configuration | None) -> d
 
 def _configuration(path: str) -> Configuration | str:
     """The one Configuration in `path`, or what is wrong with the file."""
-    result = load_documents([path])
-    if result.errors:
-        return "; ".join(str(error) for error in result.errors)
-    found = [item.obj for item in result.objects if isinstance(item.obj, Configuration)]
-    if len(found) != 1 or len(result.objects) != 1:
-        return "must hold exactly one config.kueue.x-k8s.io/v1beta2 Configuration"
-    return found[0]
+    try:
+        return load_configuration(path)
+    except ConfigurationFileError as error:
+        return str(error)
 
 
 class _BadKubeconfig(Exception):

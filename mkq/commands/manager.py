@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 
 console = Console(stderr=True)
+ENVIRONMENT = click.core.ParameterSource.ENVIRONMENT
 
 
 def _fail(message: str) -> None:
@@ -76,7 +77,23 @@ def _split_listen(listen: str) -> tuple[str, int]:
     show_default=True,
     help="log every HTTP request (agents report several times a second per worker)",
 )
-def serve(database_url: str, kubeconfig: str | None, listen: str, access_log: bool) -> None:
+@click.option(
+    "--config",
+    "config_file",
+    envvar="MKQ_CONFIG",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A Kueue Configuration (config.kueue.x-k8s.io/v1beta2) whose multiKueue section "
+    "sets gcInterval, origin, workerLostTimeout, dispatcherName and "
+    "incrementalDispatcherConfig; MKQ_* variables override it (env: MKQ_CONFIG).",
+)
+def serve(
+    database_url: str,
+    kubeconfig: str | None,
+    listen: str,
+    access_log: bool,
+    config_file: str | None,
+) -> None:
     """Serve the REST API and dispatch workloads to the worker clusters.
 
     Reads MKQ_API_TOKEN and MKQ_ENCRYPTION_KEY (and the other MKQ_* settings) from the
@@ -85,12 +102,13 @@ def serve(database_url: str, kubeconfig: str | None, listen: str, access_log: bo
     import uvicorn
     from pydantic import ValidationError
 
+    from kueue_api.loader import ConfigurationFileError, load_configuration
     from manager.api.app import create_app
     from manager.db.credentials import EncryptionKeyError, KubeconfigCipher
     from manager.db.schema import SchemaNotMigrated, require_migrated
     from manager.db.session import make_engine, redact
     from manager.runtime import ManagerRuntime
-    from manager.settings import ManagerSettings
+    from manager.settings import configuration_warnings, load_settings
     from mkq.profiling import profiled
 
     host, port = _split_listen(listen)
@@ -100,13 +118,25 @@ def serve(database_url: str, kubeconfig: str | None, listen: str, access_log: bo
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     os.environ["MKQ_DATABASE_URL"] = database_url
+    option = "--config"
+    if click.get_current_context().get_parameter_source("config_file") is ENVIRONMENT:
+        option = "MKQ_CONFIG"
+    configuration = None
+    if config_file is not None:
+        try:
+            configuration = load_configuration(config_file)
+        except ConfigurationFileError as error:
+            _fail(f"{option} {config_file}: {error}")
     try:
-        settings = ManagerSettings()
+        settings = load_settings(configuration)
     except ValidationError as error:
         problems = "; ".join(
             f"MKQ_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in error.errors()
         )
         _fail(problems)
+    if configuration is not None:
+        for warning in configuration_warnings(configuration):
+            console.print(f"[yellow]warning:[/yellow] {option} {config_file}: {warning}")
     manager_kubeconfig = None
     if kubeconfig is not None:
         from manager.remote.kubeconfig import KubeconfigError

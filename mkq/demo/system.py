@@ -28,7 +28,7 @@ from manager.settings import MANAGER_NAMESPACE, ManagerSettings
 from mkq.demo.manifests import EXAMPLES, apply_file, create
 from mkq.realk8s.clusters import RealCluster, clusters_running
 from worker_agent.agent import Agent, AgentConfig
-from worker_agent.kube_client import KubeClient
+from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.webhooks import WebhookConfig
 
 CRDS = EXAMPLES.parent / "crds"
@@ -70,7 +70,8 @@ class DemoSystem:
     api_url: str
     api_token: str
     database_url: str
-    agents: list[Agent] = field(default_factory=list)
+    agents: list[Agent] = field(default_factory=list)  # one per worker
+    manager_kueue: Agent | None = None  # Kueue on the manager cluster
 
     @property
     def workers(self) -> list[str]:
@@ -216,6 +217,40 @@ async def _start_clusters(
     return {c.name: c for c in running}
 
 
+async def wait_multikueue_defaulting(client: KubeClient, within: float = 30.0) -> None:
+    """Until the manager cluster's API server gives a queued Job `managedBy` MultiKueue (the
+    manager's webhook serves once it has listed the queues): a Job created before would
+    stay the cluster's own, and MultiKueue would reject it, as Kueue's does."""
+    probe = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": "webhook-probe",
+            "namespace": "team-a",
+            "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+        },
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "probe", "image": "busybox"}],
+                }
+            }
+        },
+    }
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        with contextlib.suppress(ApiError):
+            created = await client.request(
+                "POST", "/apis/batch/v1/namespaces/team-a/jobs", {"dryRun": "All"}, probe
+            )
+            if (created.get("spec") or {}).get("managedBy") == "kueue.x-k8s.io/multikueue":
+                return
+        if asyncio.get_running_loop().time() > deadline:
+            raise RuntimeError(f"the manager's webhook did not answer within {within:.0f}s")
+        await asyncio.sleep(0.2)
+
+
 @contextlib.asynccontextmanager
 async def start_system(
     database_url: str | None = None, run_time_scale: float = 1.0, backend: str = "kubesim"
@@ -257,6 +292,16 @@ async def start_system(
         await publish_kubeconfigs(clients[MANAGER], clusters, WORKERS)
         await create(clients[MANAGER], manager_webhook_secret())
         await apply_file(clients[MANAGER], EXAMPLES / "manager-setup.yaml")
+        # Kueue on the manager cluster: its queues and quota hold every job until there is
+        # room, then the manager's MultiKueue check dispatches it (as Kueue's MultiKueue).
+        manager_kueue = Agent(
+            AgentConfig(cluster_name=MANAGER, webhook=agent_webhooks(_free_port())),
+            clients[MANAGER],
+        )
+        await manager_kueue.start()
+        stack.push_async_callback(manager_kueue.stop)
+        system.manager_kueue = manager_kueue
+        await wait_multikueue_defaulting(clients[MANAGER])
         for name in WORKERS:
             config = AgentConfig(
                 cluster_name=name,

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from kueue_api.conditions import find_condition
+from kueue_api.workload_names import workload_name_for_owner
 from worker_agent import workload_slices as slices
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
@@ -43,7 +44,6 @@ from worker_agent.resources import (
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
 )
-from worker_agent.workload_names import workload_name_for_owner
 from worker_agent.writer import ObjectWriter
 
 log = logging.getLogger(__name__)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from kueue_api.workload_names import workload_name_for_owner
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
 from worker_agent.events import EventRecorder
@@ -27,7 +28,6 @@ from worker_agent.integrations.base import (
 )
 from worker_agent.kube_client import ApiError
 from worker_agent.resources import PODS, RESOURCE_FLAVORS, WORKLOAD_PRIORITY_CLASSES, WORKLOADS
-from worker_agent.workload_names import workload_name_for_owner
 from worker_agent.writer import ObjectWriter
 
 log = logging.getLogger(__name__)

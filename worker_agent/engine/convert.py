@@ -35,6 +35,7 @@ def admission_to_api(admission: Admission) -> api.Admission:
                 },
                 count=psa.count,
                 topology_assignment=topology,
+                delayed_topology_request=psa.delayed_topology_request,
             )
         )
     return api.Admission(cluster_queue=admission.cluster_queue, pod_set_assignments=pod_sets)

@@ -378,6 +378,7 @@ def assign_context(state: EngineState, cq: ClusterQueueRuntime) -> AssignContext
         place_topology=topology.placer(state, cq),
         oracle=lambda info, fr, value: preemption.simulate(state, cq, info, fr, value),
         tas_levels=levels,
+        delay_topology=state.has_multikueue_check(cq),
     )
 
 
@@ -580,6 +581,7 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
                 resource_usage={res: ps.requests.get(res, 0) for res in ps.flavors},
                 count=ps.count,
                 topology_assignment=ps.topology,
+                delayed_topology_request="Pending" if ps.topology_delayed else None,
             )
             for ps in assignment.pod_sets
         ),

@@ -120,6 +120,7 @@ class PodSetResult:
     error: str | None = None
     attempts: dict[str, tuple[int, str]] = field(default_factory=dict)
     topology: TopologyAssignment | None = None
+    topology_delayed: bool = False  # placed later, in the worker (MultiKueue)
 
     @property
     def is_fit(self) -> bool:
@@ -193,6 +194,9 @@ class AssignContext:
     place_topology: TopologyPlacer | None = None
     tas_levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     pin: SlicePin | None = None
+    # A MultiKueue ClusterQueue only reserves quota: the worker that runs the workload places
+    # its TAS podSets (delayedTopologyRequest: Pending; the manager cluster has no nodes).
+    delay_topology: bool = False
 
 
 def assign_flavors(
@@ -490,6 +494,12 @@ def _place_topology(ctx: AssignContext, assignment: Assignment, info: WorkloadIn
         if tas_requested(ps, ctx.cq) and assignment.pod_sets[i].count > 0
     ]
     if not wants:
+        return
+    if ctx.delay_topology:
+        # Kueue's podSetTopologyRequest delays TAS when the ClusterQueue has a MultiKueue
+        # check (pkg/scheduler/flavorassigner/tas_flavorassigner.go).
+        for i in wants:
+            assignment.pod_sets[i].topology_delayed = True
         return
     placer = ctx.place_topology
     if placer is None:

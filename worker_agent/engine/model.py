@@ -270,6 +270,8 @@ class PodSetAssignment:
     resource_usage: Mapping[str, int]
     count: int
     topology_assignment: TopologyAssignment | None = None
+    # "Pending": the topology is placed later, in a MultiKueue worker.
+    delayed_topology_request: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -646,6 +646,14 @@ class EngineState:
             cq.inactive_reason = "Ready"
             cq.inactive_message = "Can admit new workloads"
 
+    def has_multikueue_check(self, cq: ClusterQueueRuntime) -> bool:
+        """Whether the ClusterQueue dispatches through MultiKueue (it is a manager's)."""
+        return any(
+            (check := self.admission_checks.get(rule.name)) is not None
+            and check.controller_name == MULTIKUEUE_CONTROLLER_NAME
+            for rule in cq.spec.admission_checks
+        )
+
     def _multikueue_check_reasons(self, cq: ClusterQueueRuntime) -> list[tuple[str, str]]:
         """Kueue's limits on MultiKueue checks: one per ClusterQueue, on every flavor, and
         never with a ProvisioningRequest check."""

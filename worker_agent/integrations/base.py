@@ -58,7 +58,7 @@ class JobIntegration(Protocol):
     def prebuilt_workload_name(self, job: JsonObject) -> str | None: ...
 
     def is_managed(self, job: JsonObject) -> bool:
-        """False for jobs another controller runs (e.g. the manager's MultiKueue copies)."""
+        """Whether Kueue queues this job: it names a LocalQueue or a prebuilt Workload."""
         ...
 
     def priority_class_name(self, job: JsonObject) -> str | None: ...
@@ -184,8 +184,14 @@ def with_default_queue(job: JsonObject) -> JsonObject:
 
 
 class QueueLabelledJob:
-    """What every job kind reads the same way: its queue-name and priority-class labels, a
-    prebuilt Workload, and whether MultiKueue's manager owns it (then it is left alone)."""
+    """What every job kind reads the same way: its queue-name and priority-class labels and a
+    prebuilt Workload.
+
+    A job with `spec.managedBy: kueue.x-k8s.io/multikueue` (on a MultiKueue manager cluster) is
+    managed like any other, as Kueue's job reconciler does: it gets its Workload and quota
+    here, and is unsuspended once admitted; the cluster's own job controller leaves it alone,
+    and the manager's MultiKueue check runs it in a worker
+    (pkg/controller/jobframework/reconciler.go)."""
 
     def queue_name(self, job: JsonObject) -> str | None:
         return labels_of(job).get(QUEUE_NAME_LABEL) or None
@@ -194,8 +200,6 @@ class QueueLabelledJob:
         return label_or_annotation(job, PREBUILT_WORKLOAD_LABEL)
 
     def is_managed(self, job: JsonObject) -> bool:
-        if (job.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
-            return False
         return self.queue_name(job) is not None or self.prebuilt_workload_name(job) is not None
 
     def priority_class_name(self, job: JsonObject) -> str | None:

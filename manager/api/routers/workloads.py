@@ -39,6 +39,7 @@ from manager.jobs import (
 )
 from manager.remote.api_errors import status_message
 from manager.remote.connection import LOCAL_QUEUES, Unreachable
+from manager.sources.manager_workload import WAITING_FOR_QUOTA
 
 router = APIRouter(prefix="/api/v1/workloads", tags=["workloads"], responses=USER_ROUTE_ERRORS)
 
@@ -110,6 +111,12 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
     priority = await _priority(runtime, job.priority_class)
     uid = str(uuid.uuid4())
     now = runtime.clock.now()
+    gate = runtime.manager_queues
+    held = gate is not None and gate.multikueue_queue(job.namespace, job.queue)
+    if held:
+        message: str | None = WAITING_FOR_QUOTA
+    else:
+        message = None if exists else "no worker cluster is connected yet"
     row = queries.new_workload_row(
         job,
         uid=uid,
@@ -117,7 +124,8 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
         priority=priority,
         source="api",
         now=now,
-        message=None if exists else "no worker cluster is connected yet",
+        message=message,
+        quota_reserved=False if held else None,
     )
     try:
         # The unique (namespace, name) constraint is the duplicate check: one round trip less.
@@ -132,6 +140,8 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
             "metadata.name",
         ) from error
     runtime.dispatcher.workload_added(row)
+    if gate is not None and held:
+        gate.wake()  # its Workload in the manager cluster holds its place in the queue
     return workload_view(row)
 
 
@@ -230,9 +240,7 @@ async def nominate_clusters(
         raise invalid_body(error) from error
     row = await _load(runtime, namespace, name)
     async with runtime.sessions.begin() as session:
-        fresh = await queries.get_workload_by_id(session, row.id, for_update=True)
-        assert fresh is not None
-        fresh.external_nominations = list(dict.fromkeys(body.clusters))
+        await queries.set_external_nominations(session, row.id, body.clusters)
     runtime.dispatcher.enqueue(row.id)
     return workload_view(await _load(runtime, namespace, name))
 

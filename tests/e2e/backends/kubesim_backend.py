@@ -221,6 +221,16 @@ class KubesimBackend:
                     retry_period=0.5,
                 )
                 await system.start_agent(name)
+            # Kueue on the manager cluster: the manager's queues hold each job until it has
+            # quota there, then the manager dispatches it (it reports to no one).
+            system.agent_configs[MANAGER_CLUSTER] = AgentConfig(
+                cluster_name=MANAGER_CLUSTER,
+                webhook=agent_webhooks(_free_port()),
+                lease_duration=4.0,
+                renew_deadline=3.0,
+                retry_period=0.5,
+            )
+            await system.start_agent(MANAGER_CLUSTER)
             # Agents stop before the manager and the clusters (the stack unwinds in reverse).
             stack.push_async_callback(_stop_agents, system)
             yield system

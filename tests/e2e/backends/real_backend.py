@@ -52,6 +52,7 @@ from tests.fault_proxy import FaultProxy
 from tests.realk8s import real_clusters
 
 REPO = EXAMPLES.parents[1]
+MANAGER_KUEUE = "manager-kueue"  # the identity of the agent on the manager cluster
 DEPLOY = REPO / "deploy"
 MKQ = Path(sys.executable).with_name("mkq")
 NAMESPACE = "mkq-system"  # where the manifests put the identities and the manager's Secrets
@@ -108,6 +109,9 @@ class RealEnvironment:
         # The manager's webhook certificate Secret ships empty with its other Secrets.
         self.apply(MANAGER_CLUSTER, [manager_webhook_secret()])
         self.identities[MANAGER_CLUSTER] = self._token_kubeconfig(MANAGER_CLUSTER, "mkq-manager")
+        # Kueue on the manager cluster (deploy/base/manager-kueue): the agent's identity there.
+        self.kubectl(MANAGER_CLUSTER, "apply", "-f", str(DEPLOY / "base" / "agent" / "rbac.yaml"))
+        self.identities[MANAGER_KUEUE] = self._token_kubeconfig(MANAGER_CLUSTER, "mkq-agent")
         self.publish_kubeconfigs(self.access)
         self.apply(MANAGER_CLUSTER, manager_setup(WORKERS))
 
@@ -347,8 +351,14 @@ class RealSystem:
         self.tokens.update(tokens)
         for worker in WORKERS:
             await self.start_agent(worker)
+        await self.start_agent(MANAGER_CLUSTER)
 
     async def start_agent(self, worker: str) -> None:
+        """The agent of a worker, or (MANAGER_CLUSTER) Kueue on the manager cluster, which
+        reports to no manager."""
+        on_manager = worker == MANAGER_CLUSTER
+        identity = self.environment.identities[MANAGER_KUEUE if on_manager else worker]
+        reports = [] if on_manager else ["--manager-url", self.api_url]
         agent = Process(
             f"agent {worker}",
             [
@@ -356,11 +366,10 @@ class RealSystem:
                 "agent",
                 "run",
                 "--kubeconfig",
-                str(self.environment.identities[worker]),
+                str(identity),
                 "--cluster-name",
                 worker,
-                "--manager-url",
-                self.api_url,
+                *reports,
                 "--lease-namespace",
                 NAMESPACE,
                 "--report-interval",
@@ -383,7 +392,7 @@ class RealSystem:
             # The token as the Deployment gives it: in the environment, never in argv.
             {
                 **{k: v for k, v in os.environ.items() if not k.startswith("MKQ_")},
-                "MKQ_AGENT_TOKEN": self.tokens[worker],
+                **({} if on_manager else {"MKQ_AGENT_TOKEN": self.tokens[worker]}),
             },
             self.logs / f"agent-{worker}.log",
         )
@@ -459,7 +468,7 @@ class RealBackend:
         env["MKQ_WEBHOOK_HOST"] = "127.0.0.1"
         env["MKQ_WEBHOOK_URL"] = f"https://127.0.0.1:{webhook_port}"
         system = RealSystem(self.environment, env, _free_port(), logs)
-        system.webhook_ports = {worker: _free_port() for worker in WORKERS}
+        system.webhook_ports = {name: _free_port() for name in (*WORKERS, MANAGER_CLUSTER)}
         try:
             routed = await self._links(system)
             await system.start_manager()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_api.workload_names import workload_name_for_owner
 from tests.integration.agent.conftest import (
     AgentFactory,
     apply,
@@ -15,7 +16,6 @@ from tests.integration.agent.conftest import (
 )
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import CLUSTER_QUEUES, JOBS, LOCAL_QUEUES, WORKLOADS
-from worker_agent.workload_names import workload_name_for_owner
 
 
 def short(job: dict[str, Any], run_for: str = "1s") -> dict[str, Any]:

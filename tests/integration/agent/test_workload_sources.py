@@ -3,7 +3,6 @@ adopts it; the manager's own MultiKueue Jobs are left alone; deactivation evicts
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from tests.integration.agent.conftest import (
@@ -17,7 +16,7 @@ from tests.integration.agent.conftest import (
     workload_of_job,
 )
 from worker_agent.kube_client import KubeClient
-from worker_agent.resources import CLUSTER_QUEUES, EVENTS, JOBS, WORKLOADS
+from worker_agent.resources import CLUSTER_QUEUES, EVENTS, JOBS, PODS, WORKLOADS
 
 
 def sample_job(name: str, run_for: str | None = "1s") -> dict[str, Any]:
@@ -77,28 +76,30 @@ async def test_a_mirrored_workload_is_admitted_and_its_prebuilt_job_adopts_it(
     assert selector == {"kubernetes.io/hostname": "kubesim-worker-1"}
 
 
-async def test_the_managers_multikueue_job_is_left_alone(
+async def test_a_job_managed_by_multikueue_is_queued_but_runs_no_pod_here(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
+    """On a MultiKueue manager cluster Kueue queues such a Job like any other (Workload,
+    quota, unsuspended once admitted); its managedBy keeps the cluster's job controller off
+    it, so no pod starts here (a worker runs it)."""
     await apply(client, quick_start_setup())
-    agent = await start_agent()
+    await start_agent()
     job = sample_job("manager-copy")
     job["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
     job["spec"]["suspend"] = True
     await apply(client, [job])
-    control = sample_job("control")
-    await apply(client, [control])
-    # Once the agent has handled a Job created after it, it has seen the earlier one too.
-    await wait_until(lambda: workload_of_job(client, "default", "control"), "a control Workload")
-    await wait_until(lambda: _idle(agent), "the agent to settle")
-    assert await workload_of_job(client, "default", "manager-copy") is None
-    current = await client.get(JOBS, "manager-copy", "default")
-    assert current["spec"]["suspend"] is True
+    workload = await wait_until(
+        lambda: workload_of_job(client, "default", "manager-copy"), "its Workload"
+    )
+    assert workload["spec"]["queueName"] == "user-queue"
 
+    async def unsuspended() -> dict[str, Any] | None:
+        current = await client.get(JOBS, "manager-copy", "default")
+        return current if current["spec"]["suspend"] is False else None
 
-async def _idle(agent: Any) -> bool:
-    await asyncio.sleep(0.2)
-    return bool(agent.idle)
+    await wait_until(unsuspended, "the admitted Job unsuspended")
+    pods, _ = await client.list(PODS, "default")
+    assert not [p for p in pods if p["metadata"]["name"].startswith("manager-copy")], pods
 
 
 async def test_deactivating_a_running_workload_stops_its_job_and_frees_the_quota(

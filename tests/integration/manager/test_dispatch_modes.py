@@ -48,6 +48,43 @@ async def test_incremental_adds_the_next_clusters_after_a_round(
         await eventually(second_round)
 
 
+async def test_incremental_goes_down_the_queues_multikueue_config_order(
+    settings: ManagerSettings,
+) -> None:
+    """The order the manager-cluster source hands the dispatcher (a queue's MultiKueueConfig
+    spec.clusters), not the clusters' names, decides who is nominated first."""
+    clock = ManualClock()
+    settings = settings.model_copy(
+        update={"dispatcher": DispatchMode.INCREMENTAL, "incremental_step_size": 2}
+    )
+    async with workers("w1", "w2", "w3") as pairs, serve_manager(settings, clock) as manager:
+        for cluster, _ in pairs:
+            await manager.register(cluster.name, cluster.kubeconfig)
+        await wait_connected(manager, "w1", "w2", "w3")
+        dispatcher = manager.runtime.dispatcher
+        dispatcher.cluster_order = {("default", "user-queue"): ("w3", "w1", "w2")}
+        wl = (await submit(manager, "ordered"))["workloadName"]
+        doubles = [d for _, d in pairs]
+
+        async def holders() -> list[str]:
+            return [d.name for d in doubles if wl in await copies(d)]
+
+        async def first_round() -> bool:
+            return await holders() == ["w1", "w3"]
+
+        await eventually(first_round)
+        record = await manager.workload("default", "ordered")
+        assert record["nominatedClusters"] == ["w3", "w1"]
+        clock.advance(timedelta(minutes=6))
+
+        async def second_round() -> bool:
+            return await holders() == ["w1", "w2", "w3"]
+
+        await eventually(second_round)
+        record = await manager.workload("default", "ordered")
+        assert record["nominatedClusters"] == ["w3", "w1", "w2"]
+
+
 async def test_best_fit_sends_one_copy_where_capacity_is_reported_free(
     settings: ManagerSettings,
 ) -> None:

@@ -12,7 +12,7 @@ from tests.integration.manager.harness import RunningManager, eventually, serve_
 from tests.integration.manager.kube import CRDS, workers
 from tests.integration.manager.test_dispatch_flow import copies, wait_connected
 from tests.integration.manager.test_two_hundred_jobs import setup_manager_cluster
-from tests.integration.manager.test_with_agents import agent
+from tests.integration.manager.test_with_agents import agent, agent_process
 from tests.integration.manager.worker_double import WorkerDouble
 
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -73,6 +73,8 @@ async def test_jobsets_run_once_in_one_worker_and_report_back(settings: ManagerS
                     token = await manager.client.post(f"/api/v1/clusters/{cluster.name}/token")
                     assert token.status_code in (200, 201), token.text
                     await stack.enter_async_context(agent(cluster, manager, token.json()["token"]))
+                # Kueue on the manager cluster reserves the manager's quota first.
+                await stack.enter_async_context(agent_process(mgr_cluster))
                 await mgr.custom.create_namespaced_custom_object(
                     GROUP, VERSION, "default", PLURAL, jobset("from-cluster", managed=True)
                 )
@@ -113,10 +115,16 @@ async def test_jobsets_run_once_in_one_worker_and_report_back(settings: ManagerS
                 status = await eventually(mirrored)
                 succeeded = {s["name"]: s["succeeded"] for s in status["replicatedJobsStatus"]}
                 assert succeeded == {"leader": 1, "workers": 2}
-                # Its manager-cluster Workload names the winner.
-                (workload,) = await mgr.workloads()
-                assert workload["metadata"]["ownerReferences"][0]["kind"] == "JobSet"
-                assert workload["status"]["clusterName"] == records["from-cluster"]["cluster"]
+                # Each has its manager-cluster Workload, which names the winner: the JobSet's
+                # owned by it, the REST submission's standalone (it holds the queue's quota).
+                workloads = {w["metadata"]["name"]: w for w in await mgr.workloads()}
+                assert set(workloads) == {r["workloadName"] for r in records.values()}
+                for name, item in records.items():
+                    workload = workloads[item["workloadName"]]
+                    owners = workload["metadata"].get("ownerReferences") or []
+                    kinds = [o["kind"] for o in owners]
+                    assert kinds == (["JobSet"] if name == "from-cluster" else []), workload
+                    assert workload["status"]["clusterName"] == item["cluster"]
 
                 async def nothing_left() -> bool:
                     left = [

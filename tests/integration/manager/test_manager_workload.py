@@ -13,6 +13,7 @@ from tests.integration.manager.harness import eventually, serve_manager
 from tests.integration.manager.kube import CRDS, workers
 from tests.integration.manager.test_dispatch_flow import copies, job_names, wait_connected
 from tests.integration.manager.test_two_hundred_jobs import manager_job, setup_manager_cluster
+from tests.integration.manager.test_with_agents import agent_process
 from tests.integration.manager.worker_double import WorkerDouble
 
 
@@ -49,15 +50,20 @@ async def test_the_manager_cluster_workload_shows_the_winner_and_the_end(
         mgr = await WorkerDouble.connect("mgr", mgr_cluster.kubeconfig)
         try:
             await setup_manager_cluster(mgr, {c.name: c.kubeconfig for c, _ in pairs})
-            async with serve_manager(
-                settings, manager_kubeconfig=mgr_cluster.kubeconfig
-            ) as manager:
+            async with (
+                serve_manager(settings, manager_kubeconfig=mgr_cluster.kubeconfig) as manager,
+                # Kueue on the manager cluster: the Job's Workload and its quota there.
+                agent_process(mgr_cluster),
+            ):
                 await wait_connected(manager, "w1", "w2")
                 created = await mgr.batch.create_namespaced_job("default", manager_job("trained"))
 
                 async def pending_workload() -> dict[str, Any] | None:
                     items = await manager_workloads(mgr)
-                    return items[0] if items and (items[0].get("status") or {}) else None
+                    dispatched = items and (items[0].get("status") or {}).get(
+                        "nominatedClusterNames"
+                    )
+                    return items[0] if dispatched else None
 
                 workload = await eventually(pending_workload)
                 owner = workload["metadata"]["ownerReferences"][0]
@@ -66,6 +72,8 @@ async def test_the_manager_cluster_workload_shows_the_winner_and_the_end(
                     "trained",
                     created.metadata.uid,
                 )
+                # Dispatched only once the manager's ClusterQueue reserved its quota.
+                assert conditions(workload)["QuotaReserved"]["status"] == "True"
                 check = workload["status"]["admissionChecks"][0]
                 assert (check["name"], check["state"]) == ("mk-check", "Pending")
                 assert "clusterName" not in workload["status"]
@@ -103,6 +111,14 @@ async def test_the_manager_cluster_workload_shows_the_winner_and_the_end(
                 assert shown["status"]["admissionChecks"][0]["state"] == "Ready"
                 assert conditions(shown)["Admitted"]["status"] == "True"
                 assert "nominatedClusterNames" not in shown["status"]
+
+                # Admitted on the manager, Kueue unsuspends the Job there (its managedBy keeps
+                # the cluster's job controller off it; the worker runs it).
+                async def unsuspended() -> bool:
+                    job = await mgr.batch.read_namespaced_job("trained", "default")
+                    return job.spec.suspend is False
+
+                await eventually(unsuspended)
 
                 # The Job runs and finishes in w2; Finished shows on the manager's Workload.
                 await eventually(lambda: _has_job(doubles["w2"], "trained"))

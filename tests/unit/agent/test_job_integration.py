@@ -56,8 +56,10 @@ def test_a_job_without_queue_label_is_left_alone() -> None:
     assert not JOB.is_managed(job)
 
 
-def test_the_managers_multikueue_copy_is_left_alone() -> None:
-    assert not JOB.is_managed(sample_job(managedBy="kueue.x-k8s.io/multikueue"))
+def test_a_job_the_multikueue_manager_dispatches_is_queued_here_too() -> None:
+    # On a MultiKueue manager cluster Kueue gives such a Job its Workload and quota; only the
+    # cluster's job controller leaves it alone.
+    assert JOB.is_managed(sample_job(managedBy="kueue.x-k8s.io/multikueue"))
 
 
 def test_prebuilt_workload_name_from_label() -> None:

@@ -10,6 +10,7 @@ from manager.dispatch.nomination import (
     DispatchMode,
     WorkloadDemand,
     candidate_from_report,
+    in_order,
     nominate,
 )
 
@@ -45,6 +46,63 @@ def test_incremental_keeps_nominations_when_no_cluster_is_left() -> None:
     demand = WorkloadDemand(nominated=("w1", "w2"), round_started_at=T0)
     result = nominate(config, demand, names("w1", "w2"), T0 + timedelta(minutes=6))
     assert result.clusters == ("w1", "w2")
+
+
+def test_incremental_goes_down_the_multikueue_config_order() -> None:
+    """Kueue's incremental dispatcher nominates in MultiKueueConfig.spec.clusters order (its
+    MultiKueueIncrementalDispatcherRespectConfigOrder gate, on by default), 3 per round."""
+    config = DispatchConfig(mode=DispatchMode.INCREMENTAL)
+    order = ("w5", "w2", "w7", "w1", "w4", "w3", "w6")
+    clusters = names(*(f"w{i}" for i in range(1, 8)))
+    first = nominate(config, WorkloadDemand(), clusters, T0, order=order)
+    assert first.clusters == ("w5", "w2", "w7")
+    demand = WorkloadDemand(nominated=first.clusters, round_started_at=first.round_started_at)
+    kept = nominate(config, demand, clusters, T0 + timedelta(minutes=5), order=order)
+    assert kept.clusters == ("w5", "w2", "w7")
+    second = nominate(config, demand, clusters, T0 + timedelta(minutes=5, seconds=1), order=order)
+    assert second.clusters == ("w5", "w2", "w7", "w1", "w4", "w3")
+    demand = WorkloadDemand(nominated=second.clusters, round_started_at=second.round_started_at)
+    last = nominate(config, demand, clusters, T0 + timedelta(minutes=11), order=order)
+    assert last.clusters == (*second.clusters, "w6")
+
+
+def test_incremental_skips_clusters_of_the_order_that_are_not_connected() -> None:
+    config = DispatchConfig(mode=DispatchMode.INCREMENTAL, step_size=2)
+    result = nominate(config, WorkloadDemand(), names("c", "a"), T0, order=("b", "c", "a"))
+    assert result.clusters == ("c", "a")
+
+
+def test_incremental_puts_clusters_outside_the_order_after_it_by_name() -> None:
+    """A worker registered through REST, in no MultiKueueConfig, still gets its turn, last."""
+    config = DispatchConfig(mode=DispatchMode.INCREMENTAL, step_size=2)
+    clusters = names("rest-b", "w2", "rest-a", "w1")
+    first = nominate(config, WorkloadDemand(), clusters, T0, order=("w2", "w1"))
+    assert first.clusters == ("w2", "w1")
+    demand = WorkloadDemand(nominated=first.clusters, round_started_at=T0)
+    later = nominate(config, demand, clusters, T0 + timedelta(minutes=6), order=("w2", "w1"))
+    assert later.clusters == ("w2", "w1", "rest-a", "rest-b")
+
+
+def test_incremental_without_an_order_goes_by_name() -> None:
+    config = DispatchConfig(mode=DispatchMode.INCREMENTAL)
+    result = nominate(config, WorkloadDemand(), names("w3", "w1", "w4", "w2"), T0)
+    assert result.clusters == ("w1", "w2", "w3")
+
+
+def test_incremental_by_name_when_config_order_is_off() -> None:
+    """Kueue with MultiKueueIncrementalDispatcherRespectConfigOrder=false sorts by name."""
+    config = DispatchConfig(mode=DispatchMode.INCREMENTAL, config_order=False)
+    result = nominate(config, WorkloadDemand(), names("w3", "w1", "w2"), T0, order=("w3", "w2"))
+    assert result.clusters == ("w1", "w2", "w3")
+
+
+def test_all_at_once_ignores_the_order() -> None:
+    result = nominate(DispatchConfig(), WorkloadDemand(), names("b", "a"), T0, order=("b", "a"))
+    assert result.clusters == ("a", "b")
+
+
+def test_in_order_keeps_the_first_place_of_a_repeated_name() -> None:
+    assert in_order(["c", "a", "b", "z"], ["b", "a", "b"]) == ["b", "a", "c", "z"]
 
 
 def test_best_fit_without_fresh_reports_falls_back_to_all_at_once() -> None:

@@ -1,6 +1,6 @@
 """Workload names follow Kueue's scheme, so the same Job gets the same Workload name."""
 
-from worker_agent.workload_names import workload_name_for_owner
+from kueue_api.workload_names import workload_name_for_owner
 
 
 def test_matches_kueue_for_a_batch_job() -> None:
