@@ -689,6 +689,8 @@ class ManagerClusterSource:
         values: dict[str, Any] = {"quota_reserved": reserved}
         if not reserved and row.cluster is None and row.state != states.EVICTED:
             values["message"] = shown
+        elif reserved and row.quota_reserved is False and row.cluster is None:
+            values["message"] = None  # it no longer waits on the manager: the workers say next
         change = workload_queries.workload_change(row.id, values, now=self._runtime.clock.now())
         if await self._runtime.dispatcher.writer.write(change) is None:
             return

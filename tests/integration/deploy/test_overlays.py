@@ -84,8 +84,19 @@ async def test_overlays_hold_what_each_cluster_needs() -> None:
         ("Secret", "mkq-manager-access-token"),
     ]:
         assert worker.find(kind, name) is not None, f"worker-cluster lacks {kind}/{name}"
-    assert manager.find("Deployment", "mkq-agent") is None
     assert worker.find("Deployment", "mkq-manager") is None
+    # Kueue on the manager cluster (base/manager-kueue): the agent, named "manager", with no
+    # manager to report to, its webhooks, and no Secret of a worker's agent.
+    agent = manager.find("Deployment", "mkq-agent")
+    assert agent is not None, "manager-cluster lacks Kueue (the agent)"
+    container = agent["spec"]["template"]["spec"]["containers"][0]
+    assert "--manager-url" not in container["args"], container["args"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["MKQ_CLUSTER_NAME"]["value"] == "manager"
+    assert "MKQ_AGENT_TOKEN" not in env and "MKQ_MANAGER_URL" not in env, env
+    assert manager.find("Secret", "mkq-agent") is None
+    assert manager.find("MutatingWebhookConfiguration", "mkq-agent-mutating") is not None
+    assert len(list(manager.of_kind("Namespace"))) == 1  # mkq-system, once
 
 
 async def test_schema_checks_catch_a_broken_deployment() -> None:
