@@ -21,7 +21,7 @@ from kueue_api.timestamps import rfc3339
 
 from . import apply as ssa
 from . import schema as schema_mod
-from . import strategies
+from . import strategies, validation_rules
 from .admission import CREATE, DELETE, UPDATE, Admission, Attributes
 from .crds import established_status, resource_type_for
 from .errors import (
@@ -163,14 +163,17 @@ class Api:
         options: WriteOptions,
         only_status: bool = False,
         stored: Any = None,
+        stored_object: Obj | None = None,
     ) -> None:
-        """Defaults, pruning and validation from the CRD schema. A status write checks only
-        the status: the rest is the stored object, already checked when it was written.
-        `stored` is the stored counterpart of what is checked (its status, or the object), for
-        ratcheting."""
+        """Defaults, pruning and validation from the CRD schema, then its CEL rules. A status
+        write checks only the status against the schema: the rest is the stored object,
+        already checked when it was written; the rules see the whole object. `stored` is the
+        stored counterpart of what is checked (its status, or the object), for ratcheting;
+        `stored_object` the whole stored object, for the rules (None on a create)."""
         schema = self._schema(rt, version)
         if schema is None:
             return
+        full_schema = schema
         ratchets = stored is not None and version == rt.preferred_version
         if only_status:
             status_schema = (schema.get("properties") or {}).get("status")
@@ -190,8 +193,15 @@ class Api:
             raise ApiError(400, "BadRequest", f"strict decoding error: {fields}")
         if result.unknown:
             self.warnings.extend(f'unknown field "{path}"' for path in result.unknown)
-        if result.errors:
-            raise invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), result.errors)
+        errors = list(result.errors)
+        if stored_object is None:
+            rules, warnings = validation_rules.rule_errors(full_schema, obj, errors)
+        else:
+            rules, warnings = validation_rules.rule_errors(full_schema, obj, errors, stored_object)
+        errors.extend(rules)
+        if errors:
+            raise invalid(rt.kind, rt.group, obj["metadata"].get("name", ""), errors)
+        self.warnings.extend(warnings)
 
     def _generate_name(self, rt: ResourceType, namespace: str, prefix: str) -> str:
         for _ in range(20):
@@ -605,12 +615,20 @@ class Api:
             obj = self._status_update(obj, current)
             if rt.from_crd:
                 self._custom_resource_checks(
-                    rt, version, obj, options, only_status=True, stored=current.get("status")
+                    rt,
+                    version,
+                    obj,
+                    options,
+                    only_status=True,
+                    stored=current.get("status"),
+                    stored_object=current,
                 )
         else:
             self._main_update(rt, namespace, name, obj, current)
             if rt.from_crd:
-                self._custom_resource_checks(rt, version, obj, options, stored=current)
+                self._custom_resource_checks(
+                    rt, version, obj, options, stored=current, stored_object=current
+                )
             else:
                 strategies.default_on_update(rt, obj)
             strategies.raise_if(strategies.validate(rt, obj), rt, name)

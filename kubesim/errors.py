@@ -82,9 +82,28 @@ def conflict(resource: str, group: str, name: str, why: str | None = None) -> Ap
     )
 
 
+# field.ErrorType by the body's opening words (k8s.io/apimachinery/pkg/util/validation/field).
+_CAUSE_TYPES = (
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Required value", "FieldValueRequired"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Too long", "FieldValueTooLong"),
+    ("Too many", "FieldValueTooMany"),
+)
+
+
+def _cause_type(what: str) -> str:
+    return next(
+        (kind for words, kind in _CAUSE_TYPES if what.startswith(words)), "FieldValueInvalid"
+    )
+
+
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
-    """422 Invalid, with one cause per (field path, message)."""
-    text = "; ".join(f"{path}: {what}" if path else what for path, what in causes)
+    """422 Invalid, with one cause per (field path, message), as apierrors.NewInvalid words it:
+    one error as it is, several as an aggregate `[a, b]` without repeats."""
+    texts = list(dict.fromkeys(f"{path}: {what}" if path else what for path, what in causes))
+    text = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
     return ApiError(
         422,
         "Invalid",
@@ -96,7 +115,7 @@ def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> 
             "group": group,
             "kind": kind,
             "causes": [
-                {"reason": "FieldValueInvalid", "message": what, "field": path}
+                {"reason": _cause_type(what), "message": what, "field": path}
                 for path, what in causes
             ],
         },

@@ -1,7 +1,8 @@
 """Structural-schema handling for custom resources: defaulting, pruning of unknown fields and
 validation against a CRD version's openAPIV3Schema, with kube-apiserver's error wording.
 
-CEL rules (x-kubernetes-validations) are not evaluated.
+The schema's CEL rules (x-kubernetes-validations) are evaluated after these checks, by
+validation_rules.py.
 """
 
 from __future__ import annotations

@@ -69,12 +69,34 @@ class Program:
         return result.plain_value()
 
 
+# The checker's issue for an ordering between two numeric types, which Kubernetes allows
+# (cel.CrossTypeNumericComparisons in environment/base.go) and the C++ checker does not.
+_CROSS_NUMERIC: Final = re.compile(
+    r"found no matching overload for '_[<>]=?_' applied to '\((int|uint|double), "
+    r"(int|uint|double)\)'"
+)
+_ISSUE: Final = re.compile(r"ERROR: <input>:\d+:\d+: (.*)")
+
+
+def _only_cross_numeric(text: str) -> bool:
+    issues = _ISSUE.findall(text)
+    return bool(issues) and all(_CROSS_NUMERIC.search(issue) for issue in issues)
+
+
 @lru_cache(maxsize=4096)
 def compile_program(expression: str, variables: frozenset[str]) -> Program:
     """The expression compiled in the environment declaring `variables`; CELCompileError with
-    the checker's issues (`ERROR: <input>:1:5: ...`) when it does not compile."""
+    the checker's issues (`ERROR: <input>:1:5: ...`) when it does not compile.
+
+    An expression whose only issues are orderings across numeric types (`1.5 < self.count`)
+    is compiled without the checker: the runtime compares numbers across types, as cel-go
+    does with cross-type numeric comparisons on."""
+    env = environment(variables)
     try:
-        compiled = environment(variables).compile(expression)
+        compiled = env.compile(expression)
     except RuntimeError as error:
-        raise CELCompileError(go_wording(str(error))) from None
+        text = str(error)
+        if not _only_cross_numeric(text):
+            raise CELCompileError(go_wording(text)) from None
+        compiled = env.compile(expression, disable_check=True)
     return Program(expression, variables, compiled, compiled.return_type().name())

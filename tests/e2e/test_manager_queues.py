@@ -405,6 +405,7 @@ async def test_a_job_no_worker_can_fit_says_why_in_each_worker(
         assert response.status_code in (200, 202), response.text
 
 
+@pytest.mark.timeout(240)
 async def test_a_job_evicted_in_its_worker_is_readmitted_on_the_manager_and_runs_elsewhere(
     start_system: StartSystem, ledgers: Any
 ) -> None:
@@ -414,7 +415,8 @@ async def test_a_job_evicted_in_its_worker_is_readmitted_on_the_manager_and_runs
     async with start_system() as system, api_client(system) as api:
         await wait_connected(system, api)
         ledger = await ledgers(system)
-        manifest = job(unique("moved"), seconds=20, route="manager-cluster")
+        # Long enough that it cannot end before the drain evicts it, even on a loaded machine.
+        manifest = job(unique("moved"), seconds=45, route="manager-cluster")
         name = manifest["metadata"]["name"]
         await submit_to_manager_cluster(system, manifest)
         first = await eventually(
@@ -429,7 +431,7 @@ async def test_a_job_evicted_in_its_worker_is_readmitted_on_the_manager_and_runs
             done = await eventually(
                 lambda: workload(api, "team-a", name),
                 lambda r: r is not None and r["state"] in FINAL,
-                within=90,
+                within=150,
                 what="the evicted Job finished elsewhere",
             )
         finally:

@@ -8,6 +8,7 @@ Errors carry kube-apiserver's words, since a CRD rule's evaluation error is show
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from cel_expr_python import cel
@@ -22,8 +23,16 @@ _Q = QUANTITY_TYPE
 _INT64_MAX: Final = 2**63 - 1
 
 
+# resource.ParseQuantity refuses a suffix of other characters with this grammar's error (and a
+# suffix of these characters that means nothing with "unable to parse quantity's suffix").
+_GRAMMAR: Final = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+_GRAMMAR_ERROR: Final = f"quantities must match the regular expression '{_GRAMMAR.pattern}'"
+
+
 def parse(text: str) -> Quantity:
     """resource.ParseQuantity, with its error text (without our own `'text': ` prefix)."""
+    if _GRAMMAR.match(text) is None:
+        raise ValueError(_GRAMMAR_ERROR)
     try:
         return Quantity.parse(text)
     except QuantityError as error:

@@ -1,0 +1,468 @@
+"""A CRD's own CEL rules (`x-kubernetes-validations`) evaluated on an object, as kube-apiserver
+evaluates them (k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/validation.go).
+
+Each rule runs at the schema node that declares it, with `self` bound to that node's value, for
+every item of the arrays and maps under it; absent and null values are not validated. A rule
+naming `oldSelf` is a transition rule: it runs on updates only, where the node has a correlated
+old value (object fields by name, items of `x-kubernetes-list-type: map` lists by their keys;
+other lists' items have none), unless `optionalOldSelf` makes `oldSelf` an optional. A failing
+rule reports `message`, or its `messageExpression`'s value, at the node (or at its `fieldPath`
+below it) with its `reason`, in `field.Error` form; an evaluation error reports cel-go's words
+and the rule. Ratcheting (CRDValidationRatcheting, on by default): a failure of a rule that does
+not name `oldSelf`, on a value equal to its correlated old one, becomes a warning.
+
+The schema is read as kube-apiserver's structural schema; the compiled rules of a schema are
+kept with it, so each rule is compiled once. Pure: the caller gives both objects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Final
+
+from kueue_api.cel.errors import CELCompileError, CELEvalError
+from kueue_api.cel.programs import Bindings, Program, bind, compile_program, references
+
+__all__ = ["RuleError", "RuleResult", "check_rules", "has_rules"]
+
+Schema = Mapping[str, Any]
+
+_ABSENT: Final[Any] = object()
+_SELF: Final = frozenset({"self", "oldSelf"})
+_OPTIONAL_SELF: Final = frozenset({"self", "oldSelf__value", "oldSelf__present"})
+# The rule with `oldSelf` an optional: cel-go's OptionalOf(oldSelf) / OptionalNone.
+_OPTIONAL_WRAPPER: Final = (
+    "cel.bind(oldSelf, oldSelf__present ? optional.of(oldSelf__value) : optional.none(), ({}))"
+)
+_MAX_MESSAGE: Final = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
+_OVERLOAD_TEXT: Final = (
+    "'{error}': call arguments did not match a supported operator, function or macro "
+    "signature for rule: {rule}"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleError:
+    """One `field.Error`: where (Kubernetes' field path, "" at the resource root) and its body
+    (`Invalid value: "object": ...`)."""
+
+    path: str
+    body: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '<nil>'}: {self.body}"
+
+
+@dataclass
+class RuleResult:
+    """What the rules found: errors, and the failures ratcheting turned into warnings."""
+
+    errors: list[RuleError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    rule: str
+    message: str
+    reason: str
+    field_path: str
+    optional_old_self: bool
+    uses_old_self: bool
+    program: Program | None
+    message_program: Program | None
+    compile_error: str
+
+    @property
+    def error_string(self) -> str:
+        """ruleErrorString: the message, or the rule itself."""
+        return self.message.strip() or self.rule.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    """A schema node with rules at or below it."""
+
+    type: str
+    rules: tuple[_Rule, ...]
+    properties: Mapping[str, _Node]
+    items: _Node | None
+    additional: _Node | None
+    all_of: tuple[_Node, ...]
+    resource_root: bool
+    map_keys: tuple[str, ...]
+    correlatable_map: bool
+    schema: Schema
+    # A rule at or below this node names oldSelf: an unchanged value still needs a look.
+    transitions: bool
+
+
+# id(schema) -> (schema, tree): the schema is kept so its id is never reused while cached.
+_TREES: dict[int, tuple[Schema, _Node | None]] = {}
+
+
+def _tree(schema: Schema) -> _Node | None:
+    cached = _TREES.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, _node(schema, resource_root=True))
+        _TREES[id(schema)] = cached
+    return cached[1]
+
+
+def has_rules(schema: Schema | None) -> bool:
+    """Whether the schema declares any rule (the check costs nothing when it does not)."""
+    return schema is not None and bool(schema) and _tree(schema) is not None
+
+
+def _node(schema: Schema, resource_root: bool = False) -> _Node | None:
+    properties: dict[str, _Node] = {}
+    for name, sub in (schema.get("properties") or {}).items():
+        child = _node(sub, bool(sub.get("x-kubernetes-embedded-resource")))
+        if child is not None:
+            properties[name] = child
+    items_schema = schema.get("items")
+    items = (
+        _node(items_schema, bool(items_schema.get("x-kubernetes-embedded-resource")))
+        if isinstance(items_schema, Mapping)
+        else None
+    )
+    additional_schema = schema.get("additionalProperties")
+    additional = (
+        _node(additional_schema, bool(additional_schema.get("x-kubernetes-embedded-resource")))
+        if isinstance(additional_schema, Mapping)
+        else None
+    )
+    all_of = tuple(
+        node
+        for branch in schema.get("allOf") or ()
+        if (node := _node({**schema, **branch, "allOf": []}, resource_root)) is not None
+    )
+    rules = tuple(_compile(rule, schema) for rule in schema.get("x-kubernetes-validations") or ())
+    if not (rules or properties or items or additional or all_of):
+        return None
+    return _Node(
+        type=str(schema.get("type") or ""),
+        rules=rules,
+        properties=properties,
+        items=items,
+        additional=additional,
+        all_of=all_of,
+        resource_root=resource_root,
+        map_keys=tuple(schema.get("x-kubernetes-list-map-keys") or ())
+        if schema.get("x-kubernetes-list-type") == "map"
+        else (),
+        correlatable_map=schema.get("x-kubernetes-map-type") in (None, "granular", "atomic"),
+        schema=schema,
+        transitions=any(rule.uses_old_self for rule in rules)
+        or any(c.transitions for c in (*properties.values(), items, additional, *all_of) if c),
+    )
+
+
+def _compile(rule: Mapping[str, Any], schema: Schema) -> _Rule:
+    text = str(rule.get("rule") or "")
+    optional = bool(rule.get("optionalOldSelf"))
+    uses_old_self = "oldSelf" in references(text)
+    program: Program | None = None
+    message_program: Program | None = None
+    error = ""
+    try:
+        if text.strip():
+            if optional and uses_old_self:
+                program = compile_program(_OPTIONAL_WRAPPER.format(text), _OPTIONAL_SELF)
+            else:
+                program = compile_program(text, _SELF)
+        if rule.get("messageExpression"):
+            message_program = compile_program(str(rule["messageExpression"]), _SELF)
+    except CELCompileError as compile_error:
+        error = f"compilation failed: {compile_error}"
+    return _Rule(
+        rule=text,
+        message=str(rule.get("message") or ""),
+        reason=str(rule.get("reason") or ""),
+        field_path=_normalized_field_path(str(rule.get("fieldPath") or ""), schema),
+        optional_old_self=optional,
+        uses_old_self=uses_old_self,
+        program=program,
+        message_program=message_program,
+        compile_error=error,
+    )
+
+
+_PATH_TOKEN: Final = re.compile(r"\.([^.\[\]]+)|\['((?:[^'\\]|\\.)*)'\]")
+
+
+def _normalized_field_path(path: str, schema: Schema) -> str:
+    """ValidFieldPath(...).String(): `.spec['a.b']` -> `spec[a.b]` where spec's schema is a
+    map, `spec.a.b` where it has properties."""
+    text = ""
+    position = 0
+    node: Schema | None = schema
+    while position < len(path):
+        match = _PATH_TOKEN.match(path, position)
+        if match is None:
+            return path.lstrip(".")
+        name = match.group(1) if match.group(1) is not None else match.group(2)
+        position = match.end()
+        properties = (node or {}).get("properties")
+        if properties is not None:
+            text = f"{text}.{name}" if text else name
+            node = properties.get(name)
+        else:
+            text = f"{text}[{name}]"
+            additional = (node or {}).get("additionalProperties")
+            node = additional if isinstance(additional, Mapping) else None
+    return text
+
+
+def check_rules(schema: Schema | None, obj: Any, old: Any = _ABSENT) -> RuleResult:
+    """Every rule of `schema` on `obj`, with `old` the stored object on an update."""
+    result = RuleResult()
+    tree = _tree(schema) if schema else None
+    if tree is not None:
+        _validate(tree, "", obj, old, old is not _ABSENT and obj == old, result)
+    return result
+
+
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _validate(
+    node: _Node, path: str, value: Any, old: Any, unchanged: bool, out: RuleResult
+) -> None:
+    if value is None or (unchanged and not node.transitions):
+        # Ratcheting would only turn the failures of an unchanged value into warnings: they
+        # are not looked for (kube-apiserver evaluates them and sends the warnings).
+        return
+    if node.rules:
+        _run_rules(node, path, value, old, unchanged, out)
+    for branch in node.all_of:
+        _run_rules(branch, path, value, old, False, out)
+    if isinstance(value, dict):
+        old_map = old if isinstance(old, dict) and node.correlatable_map else {}
+        declared = node.schema.get("properties") or {}
+        for name, item in value.items():
+            if name in declared:
+                sub, where = node.properties.get(name), _child(path, name)
+            else:
+                sub, where = node.additional, f"{path}[{name}]"
+            if sub is None:
+                continue
+            before = old_map.get(name, _ABSENT)
+            _validate(sub, where, item, before, before is not _ABSENT and item == before, out)
+    elif isinstance(value, list) and node.items is not None:
+        old_items = _correlated_items(node, old)
+        for index, item in enumerate(value):
+            before = _ABSENT
+            if old_items is not None and isinstance(item, dict):
+                before = old_items.get(_identity(item, node.map_keys), _ABSENT)
+            # An item with no correlated old value ratchets with its list (the nearest
+            # correlatable ancestor).
+            same = unchanged if old_items is None else before is not _ABSENT and item == before
+            _validate(node.items, f"{path}[{index}]", item, before, same, out)
+
+
+def _identity(item: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, ...]:
+    return tuple(repr(item.get(key)) for key in keys)
+
+
+def _correlated_items(node: _Node, old: Any) -> dict[tuple[str, ...], Any] | None:
+    if not node.map_keys or not isinstance(old, list):
+        return None
+    return {_identity(item, node.map_keys): item for item in old if isinstance(item, dict)}
+
+
+def _run_rules(
+    node: _Node, path: str, value: Any, old: Any, unchanged: bool, out: RuleResult
+) -> None:
+    this = cel_value(value, node.schema, node.resource_root)
+    previous = cel_value(old, node.schema, node.resource_root) if old is not _ABSENT else None
+    # The values are handed to the runtime once per node, for all its rules.
+    plain: Bindings | None = None
+    optional: Bindings | None = None
+    for rule in node.rules:
+        if rule.compile_error:
+            out.errors.append(
+                _invalid(path, node.type, f"rule compile error: {rule.compile_error}")
+            )
+            continue
+        if rule.program is None:
+            continue
+        if rule.uses_old_self and old is _ABSENT and not rule.optional_old_self:
+            continue
+        if rule.optional_old_self and rule.uses_old_self:
+            if optional is None:
+                optional = bind(
+                    {
+                        "self": this,
+                        "oldSelf__value": previous,
+                        "oldSelf__present": old is not _ABSENT,
+                    }
+                )
+            variables = optional
+        else:
+            if plain is None:
+                plain = bind({"self": this, "oldSelf": previous})
+            variables = plain
+        try:
+            passed = rule.program.evaluate(variables) is True
+        except CELEvalError as error:
+            text = str(error)
+            if text.startswith("no such overload"):
+                detail = _OVERLOAD_TEXT.format(error=text, rule=rule.error_string)
+            else:
+                detail = f"{text} evaluating rule: {rule.error_string}"
+            out.errors.append(_invalid(path, node.type, detail))
+            continue
+        if passed:
+            continue
+        where = _child(path, rule.field_path) if rule.field_path else path
+        if plain is None:
+            plain = bind({"self": this, "oldSelf": previous})
+        failure = RuleError(where, _failure_body(rule, node.type, value, plain))
+        if unchanged and not rule.uses_old_self:
+            out.warnings.append(str(failure))
+        else:
+            out.errors.append(failure)
+
+
+def _invalid(path: str, schema_type: str, detail: str) -> RuleError:
+    return RuleError(path, f"Invalid value: {json.dumps(schema_type)}: {detail}")
+
+
+def _failure_body(rule: _Rule, schema_type: str, value: Any, bound: Bindings) -> str:
+    detail = _message(rule, bound)
+    shown = "" if schema_type in ("object", "array") else _show(value)
+    if rule.reason == "FieldValueForbidden":
+        return f"Forbidden: {detail}"
+    if rule.reason == "FieldValueRequired":
+        return f"Required value: {detail}"
+    if rule.reason == "FieldValueDuplicate":
+        return f"Duplicate value: {shown}" if shown else "Duplicate value"
+    return f"Invalid value: {shown}: {detail}" if shown else f"Invalid value: {detail}"
+
+
+def _message(rule: _Rule, bound: Bindings) -> str:
+    """The messageExpression's value when it gives a usable one, else ruleMessageOrDefault."""
+    if rule.message_program is not None:
+        try:
+            text = rule.message_program.evaluate(bound)
+        except CELEvalError:
+            text = None
+        if isinstance(text, str):
+            text = text.strip()
+            if text and "\n" not in text and len(text) <= _MAX_MESSAGE:
+                return text
+    return rule.message.strip() or f"failed rule: {rule.rule.strip()}"
+
+
+def _show(value: Any) -> str:
+    """A scalar as field.Error prints a bad value."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+# --- the values rules see (model.UnstructuredToVal) ----------------------------------------
+
+# CEL keywords and reserved words a property name is escaped from (k8s.io/apiserver/pkg/cel/
+# escaping.go): `self.__namespace__` reads the property `namespace`.
+_RESERVED: Final = frozenset(
+    [
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+    ]
+)
+_ESCAPES: Final = (
+    ("__", "__underscores__"),
+    (".", "__dot__"),
+    ("-", "__dash__"),
+    ("/", "__slash__"),
+)
+
+
+@lru_cache(maxsize=4096)
+def _escaped(name: str) -> str:
+    if name in _RESERVED:
+        return f"__{name}__"
+    for plain, escape in _ESCAPES:
+        name = name.replace(plain, escape)
+    return name
+
+
+# id(schema) -> (schema, whether values under it reach CEL as they are).
+_PLAIN: dict[int, tuple[Schema, bool]] = {}
+
+
+def _plain(schema: Schema) -> bool:
+    cached = _PLAIN.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, _is_plain(schema))
+        _PLAIN[id(schema)] = cached
+    return cached[1]
+
+
+def _is_plain(schema: Schema) -> bool:
+    if schema.get("type") == "number" or schema.get("x-kubernetes-embedded-resource"):
+        return False
+    properties = schema.get("properties") or {}
+    if any(_escaped(name) != name for name in properties):
+        return False
+    subs = [*properties.values(), schema.get("items"), schema.get("additionalProperties")]
+    return all(_plain(sub) for sub in subs if isinstance(sub, Mapping))
+
+
+def cel_value(value: Any, schema: Schema, resource_root: bool = False) -> Any:
+    """A JSON value as rules see it at a node of `schema`: numbers of `type: number` as
+    doubles, property names escaped, and at a resource's root only `apiVersion`, `kind` and
+    `metadata.name`/`generateName` of the object's metadata (model.WithTypeAndObjectMeta).
+    Values under a schema with nothing to convert are passed as they are."""
+    if resource_root and isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        converted = {
+            _escaped(k): v if k == "metadata" else cel_value(v, properties.get(k) or {})
+            for k, v in value.items()
+        }
+        if isinstance(value.get("metadata"), dict):
+            meta = value["metadata"]
+            converted["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
+        return converted
+    if _plain(schema):
+        return value
+    if schema.get("type") == "number" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [cel_value(v, items) for v in value] if isinstance(items, Mapping) else value
+    if isinstance(value, dict):
+        properties = schema.get("properties")
+        if properties:
+            return {
+                _escaped(k): cel_value(v, sub) if (sub := properties.get(k)) else v
+                for k, v in value.items()
+            }
+        additional = schema.get("additionalProperties")
+        if isinstance(additional, Mapping):
+            return {k: cel_value(v, additional) for k, v in value.items()}
+    return value
