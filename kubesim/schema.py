@@ -1,6 +1,10 @@
 """Structural-schema handling for custom resources: defaulting, pruning of unknown fields and
 validation against a CRD version's openAPIV3Schema, with kube-apiserver's error wording.
 
+Defaulting itself lives in kueue_api.schema_defaults, shared with the loader (which defaults a
+copy of each Kueue object before the CRD's rules read it); it is imported here for `process`
+and for the API's decoding step (api.py calls `schema.apply_defaults`).
+
 The schema's CEL rules (x-kubernetes-validations) are evaluated after these checks, by
 validation_rules.py.
 """
@@ -12,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from kueue_api.jsoncopy import json_copy
+from kueue_api.schema_defaults import apply_defaults
 
 Schema = dict[str, Any]
 
@@ -68,28 +72,6 @@ def _type_ok(expected: str, value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     python_type = _TYPE_NAMES.get(expected)
     return python_type is None or isinstance(value, python_type)
-
-
-def apply_defaults(schema: Schema, value: Any) -> None:
-    """Fill absent fields that have a `default`, recursively, in place."""
-    if isinstance(value, dict):
-        properties = schema.get("properties") or {}
-        for name, sub in properties.items():
-            if name not in value and "default" in sub:
-                default = sub["default"]
-                value[name] = json_copy(default) if isinstance(default, (dict, list)) else default
-            if name in value:
-                apply_defaults(sub, value[name])
-        additional = schema.get("additionalProperties")
-        if isinstance(additional, dict):
-            for name, item in value.items():
-                if name not in properties:
-                    apply_defaults(additional, item)
-    elif isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for item in value:
-                apply_defaults(items, item)
 
 
 def prune(schema: Schema, value: Any, path: str, unknown: list[str], *, root: bool = False) -> None:

@@ -9,8 +9,9 @@
 - ``kueue_api.loader``: ``load_documents(paths)`` / ``load_text(text)`` for multi-document YAML,
   ``parse_object(dict)`` for one object (``ValidationFailure`` lists every field error),
   ``to_manifest`` / ``to_yaml`` to write objects back.
-- ``kueue_api.validation``: the rules of Kueue's CRDs and webhooks (``validate_object``,
-  ``validate_update``), which the loader applies.
+- ``kueue_api.crd_validation``: the CRDs' own CEL rules (``rule_errors``), evaluated from the
+  CRDs in ``deploy/crds/``; ``kueue_api.validation``: the rules Kueue's webhooks add
+  (``validate_object``, ``validate_update``). The loader applies both.
 - ``kueue_api.crds``: the CRDs in ``deploy/crds/`` (``python -m kueue_api.crds``).
 """
 

@@ -3,10 +3,16 @@
 Errors read ``FILE: document N (Kind/name): field.path: what is wrong``; N counts the YAML
 documents of the file from 1. Documents whose kind we do not model are reported as
 ``unsupported kind`` errors, flagged so a caller may choose to skip them.
+
+An object is checked as a cluster running Kueue would check it on a create: its shape (the
+models, standing for the CRD's OpenAPI schema), the CRD's CEL rules (kueue_api.crd_validation,
+in kube-apiserver's words) and the rules Kueue's webhooks add (kueue_api.validation). Every
+error of all three is reported in one pass.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from kueue_api import models
+from kueue_api.crd_validation import rule_errors
 from kueue_api.documents import DocumentError, load_yaml_all
 from kueue_api.errors import FieldError, ValidationFailure, format_path, from_pydantic
 from kueue_api.validation import validate_object
@@ -155,7 +162,7 @@ def parse_object_with_warnings(document: Mapping[str, Any]) -> tuple[BaseModel, 
     except ValidationError as error:
         errors = from_pydantic(error) + _rule_errors_besides(model, document, error)
         raise ValidationFailure(kind, name, errors) from None
-    problems = validate_object(obj)
+    problems = [*rule_errors(document), *validate_object(obj)]
     errors = [problem for problem in problems if not problem.warning]
     if errors:
         raise ValidationFailure(kind, name, errors)
@@ -183,19 +190,18 @@ def _rule_errors_besides(
 ) -> list[FieldError]:
     """The rule errors an invalid document has besides its shape errors: the fields pydantic
     refused are left out (their defaults stand in) and the rules run on the rest, so one pass
-    of `mkq validate` reports every error, not the first kind found. Nothing more when the
-    document cannot be read even so (a required field was among the refused)."""
+    of `mkq validate` reports every error, not the first kind found. kube-apiserver skips the
+    CRD's rules after some schema errors, and never calls a webhook on an object its schema
+    refused; a file checker that did the same would make its user fix one kind of error per
+    run. The CRD's rules need no model; the webhooks' rules run when the rest still reads as
+    one (nothing required was among the refused)."""
     locations = [tuple(item["loc"]) for item in error.errors(include_url=False)]
-    try:
-        obj = model.model_validate(_without(document, locations))
-    except ValidationError:
-        return []
+    rest = _without(document, locations)
+    problems = rule_errors(rest)
+    with contextlib.suppress(ValidationError):
+        problems += validate_object(model.model_validate(rest))
     reported = {format_path(location) for location in locations}
-    return [
-        problem
-        for problem in validate_object(obj)
-        if not problem.warning and problem.path not in reported
-    ]
+    return [problem for problem in problems if not problem.warning and problem.path not in reported]
 
 
 def to_manifest(obj: BaseModel) -> dict[str, Any]:

@@ -1,8 +1,18 @@
-"""Rules Kueue's CRD schemas (CEL) and webhooks enforce beyond field types.
+"""Rules Kueue's validating webhooks enforce beyond the CRDs (pkg/webhooks/*_webhook.go), the
+checks of Kueue's Configuration (pkg/config/validation.go), and Kubernetes' own checks of
+metadata and of the core kinds we read.
+
+The rules a CRD declares (`x-kubernetes-validations`) are not repeated here: they are evaluated
+from the CRD itself (kueue_api.crd_validation), as kube-apiserver evaluates them before any
+webhook is called; a webhook check that only repeats a CRD rule can never fire on a cluster,
+so it has no copy here either. What remains here besides the webhooks: the duplicate keys of
+`x-kubernetes-list-type: map`/`set` lists, which kube-apiserver's schema validation refuses
+and the models do not, and rules of upstream Kueue's CRDs that ours do not declare yet
+(noted where they are).
 
 Each ``_validate_<kind>`` appends every violation to an error list, in Kubernetes'
 ``field.path: message`` style, so a caller can report them all at once. Messages follow the
-wording of Kueue's webhooks and CRD rules where they exist.
+wording of Kueue's webhooks where they exist.
 """
 
 from __future__ import annotations
@@ -40,7 +50,6 @@ from kueue_api.models import (
 )
 from kueue_api.models.base import format_duration
 from kueue_api.models.config import MULTIKUEUE_DISPATCHER_INCREMENTAL
-from kueue_api.models.workload import TopologyAssignment
 from kueue_api.quantity import Quantity
 
 __all__ = [
@@ -70,13 +79,10 @@ LABEL_VALUE_PATTERN: Final = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 _QUALIFIED_NAME_PART_RE: Final = re.compile(QUALIFIED_NAME_PART_PATTERN)
 _LABEL_VALUE_RE: Final = re.compile(LABEL_VALUE_PATTERN)
 _ONE_NANO: Final = Quantity("1n")
-_HOSTNAME: Final = "kubernetes.io/hostname"
 
 # k8s.io/apimachinery/pkg/api/validation.TotalAnnotationSizeLimitB: keys and values together.
 TOTAL_ANNOTATION_SIZE_LIMIT_B: Final = 256 * 1024
-MAX_RESOURCE_GROUPS: Final = 16
-MAX_FLAVORS_PER_GROUP: Final = 64
-MAX_RESOURCES_PER_GROUP: Final = 64
+# Limits of pkg/webhooks/clusterqueue_webhook.go (the per-list limits are the CRD's maxItems).
 MAX_TOTAL_FLAVORS: Final = 256
 MAX_TOTAL_RESOURCES: Final = 256
 MAX_FLAVOR_RESOURCES_PER_GROUP: Final = 512
@@ -120,9 +126,6 @@ class _Errors:
 
     def duplicate(self, path: str, value: object, detail: str = "") -> None:
         self.add(path, f"Duplicate value: {_show(value)}" + (f": {detail}" if detail else ""))
-
-    def too_many(self, path: str, actual: int, limit: int) -> None:
-        self.add(path, f"Too many: {actual}: must have at most {limit} items")
 
     def forbidden(self, path: str, detail: str) -> None:
         self.add(path, f"Forbidden: {detail}")
@@ -275,13 +278,27 @@ def _fair_sharing(errors: _Errors, fair_sharing: FairSharing | None, path: str) 
         errors.invalid(f"{path}.weight", weight, "When not 0, weight must be > 10e-9")
 
 
-def _tolerations(errors: _Errors, tolerations: Sequence[Toleration] | None, path: str) -> None:
+def _toleration_keys(errors: _Errors, tolerations: Sequence[Toleration] | None, path: str) -> None:
+    """Kueue's validateTolerations (pkg/webhooks/workload_webhook.go, used for flavors and
+    podSetUpdates): a key, when given, is a label name. A ResourceFlavor's CRD declares the
+    rest (operator, effect, value)."""
     for index, toleration in enumerate(tolerations or ()):
-        where = f"{path}[{index}]"
         if toleration.key:
             for problem in is_qualified_name(toleration.key):
-                errors.invalid(f"{where}.key", toleration.key, problem)
-        elif toleration.operator != "Exists":
+                errors.invalid(f"{path}[{index}].key", toleration.key, problem)
+
+
+def _pod_set_update_tolerations(
+    errors: _Errors, tolerations: Sequence[Toleration] | None, path: str
+) -> None:
+    """The tolerations an admission check adds to a pod set: the webhook's key check, and the
+    rules upstream Kueue's Workload CRD declares on them (PodSetUpdate.Tolerations in
+    apis/kueue/v1beta2/workload_types.go) that ours does not declare yet. Once the models
+    declare them, they belong to the CRD and leave this module."""
+    _toleration_keys(errors, tolerations, path)
+    for index, toleration in enumerate(tolerations or ()):
+        where = f"{path}[{index}]"
+        if not toleration.key and toleration.operator != "Exists":
             errors.invalid(
                 f"{where}.operator",
                 toleration.operator or "",
@@ -324,12 +341,19 @@ def _resource_groups(
     *,
     has_parent: bool,
     parent_word: str,
+    limits_need_parent: tuple[str, ...],
     lending_at_most_nominal: bool,
     path: str,
 ) -> None:
+    """Kueue's validateResourceGroups and the totals of validateClusterQueueSpec
+    (pkg/webhooks/clusterqueue_webhook.go, shared with cohort_webhook.go). The CRD declares the
+    list sizes and that each flavor lists as many resources as the group covers.
+
+    `limits_need_parent` names the limits refused without a parent (a cohort for a
+    ClusterQueue, a parent for a Cohort): the webhook checks both limits, but where the CRD
+    declares the same rule (a ClusterQueue's borrowingLimit) kube-apiserver refuses first, in
+    the CRD's words, so only the rest is checked here."""
     groups = groups or []
-    if len(groups) > MAX_RESOURCE_GROUPS:
-        errors.too_many(path, len(groups), MAX_RESOURCE_GROUPS)
     seen_resources: set[str] = set()
     seen_flavors: set[str] = set()
     total_flavors = total_resources = 0
@@ -338,14 +362,6 @@ def _resource_groups(
         covered = group.covered_resources
         total_flavors += len(group.flavors)
         total_resources += len(covered)
-        if not covered:
-            errors.required(f"{group_path}.coveredResources", "must list at least 1 resource")
-        elif len(covered) > MAX_RESOURCES_PER_GROUP:
-            errors.too_many(f"{group_path}.coveredResources", len(covered), MAX_RESOURCES_PER_GROUP)
-        if not group.flavors:
-            errors.required(f"{group_path}.flavors", "must list at least 1 flavor")
-        elif len(group.flavors) > MAX_FLAVORS_PER_GROUP:
-            errors.too_many(f"{group_path}.flavors", len(group.flavors), MAX_FLAVORS_PER_GROUP)
         for index, name in enumerate(covered):
             where = f"{group_path}.coveredResources[{index}]"
             for problem in is_qualified_name(name):
@@ -360,16 +376,11 @@ def _resource_groups(
             if flavor.name in seen_flavors:
                 errors.duplicate(f"{flavor_path}.name", flavor.name)
             seen_flavors.add(flavor.name)
-            if len(flavor.resources) != len(covered):
-                errors.invalid(
-                    f"{flavor_path}.resources",
-                    len(flavor.resources),
-                    "flavors must have the same number of resources as the coveredResources "
-                    f"({len(covered)})",
-                )
-            for index, quota in enumerate(flavor.resources):
+            # validateFlavorQuotas stops at the covered resources; a missing or extra one is
+            # the CRD's rule on the group.
+            for index, quota in enumerate(flavor.resources[: len(covered)]):
                 where = f"{flavor_path}.resources[{index}]"
-                if index < len(covered) and quota.name != covered[index]:
+                if quota.name != covered[index]:
                     errors.invalid(
                         f"{where}.name", quota.name, "must match the name in coveredResources"
                     )
@@ -381,7 +392,7 @@ def _resource_groups(
                     if limit is None:
                         continue
                     _non_negative(errors, limit, f"{where}.{limit_name}")
-                    if not has_parent:
+                    if not has_parent and limit_name in limits_need_parent:
                         errors.invalid(
                             f"{where}.{limit_name}",
                             limit,
@@ -425,45 +436,24 @@ def _non_negative(errors: _Errors, value: Quantity, path: str) -> None:
 
 
 def _validate_cluster_queue(errors: _Errors, cq: ClusterQueue) -> None:
+    """Kueue's ValidateClusterQueue. Its validatePreemption and validateFlavorFungibility
+    repeat rules of the CRD (the CRD's words are the ones a cluster answers with), so they
+    are not here."""
     spec = cq.spec
     _resource_groups(
         errors,
         spec.resource_groups,
         has_parent=bool(spec.cohort_name),
         parent_word="cohort",
+        limits_need_parent=("lendingLimit",),
         lending_at_most_nominal=True,
         path="spec.resourceGroups",
     )
     _label_selector(errors, spec.namespace_selector, "spec.namespaceSelector")
-    preemption = spec.preemption
-    if (
-        preemption.reclaim_within_cohort == "Never"
-        and preemption.borrow_within_cohort.policy != "Never"
-    ):
-        errors.invalid(
-            "spec.preemption",
-            f"borrowWithinCohort.policy={preemption.borrow_within_cohort.policy}",
-            "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
-        )
-    fungibility = spec.flavor_fungibility
-    if fungibility.preference is not None and (
-        fungibility.when_can_borrow != "TryNextFlavor"
-        or fungibility.when_can_preempt != "TryNextFlavor"
-    ):
-        errors.invalid(
-            "spec.flavorFungibility.preference",
-            fungibility.preference,
-            f'preference "{fungibility.preference}" requires both whenCanBorrow and '
-            "whenCanPreempt to be TryNextFlavor",
-        )
     _fair_sharing(errors, spec.fair_sharing, "spec.fairSharing")
     strategy = spec.admission_checks_strategy
     if strategy is not None:
         path = "spec.admissionChecksStrategy.admissionChecks"
-        if not strategy.admission_checks:
-            errors.required(path, "must list at least 1 admission check")
-        elif len(strategy.admission_checks) > 64:
-            errors.too_many(path, len(strategy.admission_checks), 64)
         flavors = sorted(
             {flavor.name for group in spec.resource_groups or () for flavor in group.flavors}
         )
@@ -473,8 +463,6 @@ def _validate_cluster_queue(errors: _Errors, cq: ClusterQueue) -> None:
                 errors.duplicate(f"{path}[{index}].name", rule.name)
             seen_checks.add(rule.name)
             on_flavors = rule.on_flavors or []
-            if len(on_flavors) > 64:
-                errors.too_many(f"{path}[{index}].onFlavors", len(on_flavors), 64)
             seen_on: set[str] = set()
             for flavor_index, flavor in enumerate(on_flavors):
                 where = f"{path}[{index}].onFlavors[{flavor_index}]"
@@ -498,6 +486,8 @@ def _validate_cohort(errors: _Errors, cohort: Cohort) -> None:
         cohort.spec.resource_groups,
         has_parent=bool(cohort.spec.parent_name),
         parent_word="parent",
+        # A Cohort's CRD has no rule on either limit.
+        limits_need_parent=("borrowingLimit", "lendingLimit"),
         lending_at_most_nominal=False,
         path="spec.resourceGroups",
     )
@@ -505,21 +495,13 @@ def _validate_cohort(errors: _Errors, cohort: Cohort) -> None:
 
 
 def _validate_resource_flavor(errors: _Errors, flavor: ResourceFlavor) -> None:
+    """Kueue's ValidateResourceFlavor (pkg/webhooks/resourceflavor_webhook.go); the list
+    sizes, the tolerations' operator/effect/value and topologyName's need for node labels are
+    the CRD's."""
     spec = flavor.spec
-    labels = spec.node_labels or {}
-    if len(labels) > 8:
-        errors.add("spec.nodeLabels", f"Too many: {len(labels)}: must have at most 8 items")
-    _labels(errors, labels, "spec.nodeLabels")
-    if len(spec.node_taints or ()) > 8:
-        errors.too_many("spec.nodeTaints", len(spec.node_taints or ()), 8)
+    _labels(errors, spec.node_labels, "spec.nodeLabels")
     _taints(errors, spec.node_taints, "spec.nodeTaints")
-    if len(spec.tolerations or ()) > 8:
-        errors.too_many("spec.tolerations", len(spec.tolerations or ()), 8)
-    _tolerations(errors, spec.tolerations, "spec.tolerations")
-    if spec.topology_name is not None and not labels:
-        errors.invalid(
-            "spec", "topologyName", "at least one nodeLabel is required when topology is set"
-        )
+    _toleration_keys(errors, spec.tolerations, "spec.tolerations")
 
 
 def _validate_local_queue(errors: _Errors, queue: LocalQueue) -> None:
@@ -563,53 +545,10 @@ def _quota_value(resource: str, quantity: Quantity) -> int:
     return quantity.milli_value() if resource == "cpu" else quantity.value()
 
 
-def _topology_assignment(errors: _Errors, assignment: TopologyAssignment, path: str) -> None:
-    for slice_index, piece in enumerate(assignment.slices):
-        where = f"{path}.slices[{slice_index}]"
-        if len(piece.values_per_level) != len(assignment.levels):
-            errors.invalid(
-                f"{where}.valuesPerLevel",
-                len(piece.values_per_level),
-                "valuesPerLevel must have the same length as the number of levels in this "
-                "TopologyAssignment",
-            )
-        for level_index, level in enumerate(piece.values_per_level):
-            level_path = f"{where}.valuesPerLevel[{level_index}]"
-            if (level.universal is None) == (level.individual is None):
-                errors.invalid(
-                    level_path,
-                    "",
-                    "exactly one of the fields in [universal individual] must be set",
-                )
-            elif level.individual is not None and len(level.individual.roots) != piece.domain_count:
-                errors.invalid(
-                    f"{level_path}.individual.roots",
-                    len(level.individual.roots),
-                    "valuesPerLevel.individual, if set, must have roots of length equal to "
-                    "domainCount of this TopologyAssignmentSlice",
-                )
-        counts = piece.pod_counts
-        if (counts.universal is None) == (counts.individual is None):
-            errors.invalid(
-                f"{where}.podCounts",
-                "",
-                "exactly one of the fields in [universal individual] must be set",
-            )
-        elif counts.individual is not None:
-            if len(counts.individual) != piece.domain_count:
-                errors.invalid(
-                    f"{where}.podCounts.individual",
-                    len(counts.individual),
-                    "podCounts.individual must have length equal to domainCount",
-                )
-            for index, count in enumerate(counts.individual):
-                if count < 1:
-                    errors.invalid(
-                        f"{where}.podCounts.individual[{index}]", count, "should be >= 1"
-                    )
-
-
 def _validate_workload(errors: _Errors, workload: Workload) -> None:
+    """Kueue's ValidateWorkload (pkg/webhooks/workload_webhook.go) on a create, and the
+    duplicate keys of its map lists. minCount's bound, the priority fields, the topology
+    assignments, the number of podSetAssignments and clusterName's exclusions are the CRD's."""
     spec = workload.spec
     names: list[str] = []
     with_min_count = 0
@@ -620,12 +559,6 @@ def _validate_workload(errors: _Errors, workload: Workload) -> None:
         names.append(pod_set.name)
         if pod_set.min_count is not None:
             with_min_count += 1
-            if pod_set.min_count > pod_set.count:
-                errors.invalid(
-                    f"{path}.minCount",
-                    pod_set.min_count,
-                    "minCount should be positive and less or equal to count",
-                )
         template = pod_set.template
         if template.metadata is not None:
             _labels(errors, template.metadata.labels, f"{path}.template.metadata.labels")
@@ -651,24 +584,6 @@ def _validate_workload(errors: _Errors, workload: Workload) -> None:
                 )
     if with_min_count > 1:
         errors.invalid("spec.podSets", with_min_count, "at most one podSet can use minCount")
-    if spec.priority_class_ref is not None:
-        if spec.priority is None:
-            errors.invalid(
-                "spec", "priority", "priority should not be nil when priorityClassRef is set"
-            )
-        ref = spec.priority_class_ref
-        if ref.group == "scheduling.k8s.io" and ref.kind != "PriorityClass":
-            errors.invalid(
-                "spec.priorityClassRef.kind",
-                ref.kind,
-                "only the PriorityClass kind is allowed for the scheduling.k8s.io group",
-            )
-        if ref.group == "kueue.x-k8s.io" and ref.kind != "WorkloadPriorityClass":
-            errors.invalid(
-                "spec.priorityClassRef.kind",
-                ref.kind,
-                "only the WorkloadPriorityClass kind is allowed for the kueue.x-k8s.io group",
-            )
     seen_gates: set[str] = set()
     for index, gate in enumerate(spec.preemption_gates or ()):
         if gate.name in seen_gates:
@@ -686,17 +601,8 @@ def _validate_workload_status(errors: _Errors, workload: Workload, names: list[s
             errors.duplicate(f"status.conditions[{index}].type", condition.type)
         seen_types.add(condition.type)
     admission = status.admission
-    if status.is_true("QuotaReserved"):
-        if admission is None:
-            errors.required(
-                "status.admission", "must be set while the QuotaReserved condition is true"
-            )
-        elif len(admission.pod_set_assignments) != len(workload.spec.pod_sets):
-            errors.invalid(
-                "status.admission.podSetAssignments",
-                len(admission.pod_set_assignments),
-                "podSetAssignments must have the same number of podSets as the spec",
-            )
+    if status.is_true("QuotaReserved") and admission is None:
+        errors.required("status.admission", "must be set while the QuotaReserved condition is true")
     if admission is not None:
         for index, assignment in enumerate(admission.pod_set_assignments):
             where = f"status.admission.podSetAssignments[{index}]"
@@ -711,10 +617,6 @@ def _validate_workload_status(errors: _Errors, workload: Workload, names: list[s
                             quantity,
                             f"is not a multiple of {count}",
                         )
-            if assignment.topology_assignment is not None:
-                _topology_assignment(
-                    errors, assignment.topology_assignment, f"{where}.topologyAssignment"
-                )
     for reclaimable in status.reclaimable_pods or ():
         where = f"status.reclaimablePods[{reclaimable.name}]"
         if reclaimable.name not in counts:
@@ -735,52 +637,16 @@ def _validate_workload_status(errors: _Errors, workload: Workload, names: list[s
             update_path = f"{where}.podSetUpdates[{update_index}]"
             if update.name not in counts:
                 errors.not_supported(f"{update_path}.name", update.name, sorted(counts))
-            _tolerations(errors, update.tolerations, f"{update_path}.tolerations")
+            _pod_set_update_tolerations(errors, update.tolerations, f"{update_path}.tolerations")
             _labels(errors, update.node_selector, f"{update_path}.nodeSelector")
             _labels(errors, update.labels, f"{update_path}.labels")
-    if status.cluster_name and status.nominated_cluster_names:
-        errors.invalid(
-            "status", "clusterName", "clusterName and nominatedClusterNames are mutually exclusive"
-        )
 
 
 # -- the other Kueue kinds -------------------------------------------------------------------
 
 
-def _validate_topology(errors: _Errors, topology: Topology) -> None:
-    labels = topology.level_labels()
-    seen: set[str] = set()
-    for index, label in enumerate(labels):
-        if label in seen:
-            errors.duplicate(f"spec.levels[{index}].nodeLabel", label, "must be unique")
-        seen.add(label)
-    if _HOSTNAME in labels and labels[-1] != _HOSTNAME:
-        errors.invalid(
-            "spec.levels",
-            _HOSTNAME,
-            "the kubernetes.io/hostname label can only be used at the lowest level of topology",
-        )
-
-
-def _validate_multikueue_config(errors: _Errors, config: MultiKueueConfig) -> None:
-    seen: set[str] = set()
-    for index, cluster in enumerate(config.spec.clusters):
-        if cluster in seen:
-            errors.duplicate(f"spec.clusters[{index}]", cluster, "must be unique")
-        seen.add(cluster)
-
-
-def _validate_multikueue_cluster(errors: _Errors, cluster: MultiKueueCluster) -> None:
-    source = cluster.spec.cluster_source
-    if (source.kube_config is None) == (source.cluster_profile_ref is None):
-        errors.invalid(
-            "spec.clusterSource",
-            "",
-            "exactly one of the fields in [kubeConfig clusterProfileRef] must be set",
-        )
-
-
 def _validate_provisioning_config(errors: _Errors, config: ProvisioningRequestConfig) -> None:
+    """The duplicate keys of its set and map lists (Kueue has no webhook for this kind)."""
     seen: set[str] = set()
     for index, resource in enumerate(config.spec.managed_resources or ()):
         if resource in seen:
@@ -792,11 +658,6 @@ def _validate_provisioning_config(errors: _Errors, config: ProvisioningRequestCo
         if selector.key in keys:
             errors.duplicate(f"spec.podSetUpdates.nodeSelector[{index}].key", selector.key)
         keys.add(selector.key)
-    if len(config.spec.parameters or {}) > 100:
-        errors.add(
-            "spec.parameters",
-            f"Too many: {len(config.spec.parameters or {})}: must have at most 100 items",
-        )
 
 
 def _validate_multikueue(errors: _Errors, config: Configuration) -> None:
@@ -970,14 +831,15 @@ _VALIDATORS: Final[dict[type[BaseModel], Callable[[_Errors, Any], None]]] = {
     ResourceFlavor: _validate_resource_flavor,
     LocalQueue: _validate_local_queue,
     Workload: _validate_workload,
-    Topology: _validate_topology,
-    MultiKueueConfig: _validate_multikueue_config,
-    MultiKueueCluster: _validate_multikueue_cluster,
     ProvisioningRequestConfig: _validate_provisioning_config,
     Configuration: _validate_configuration,
     Job: _validate_job,
+    # Their webhooks check nothing beyond the CRDs (Kueue has none for these kinds).
     AdmissionCheck: _no_rules,
     WorkloadPriorityClass: _no_rules,
+    Topology: _no_rules,
+    MultiKueueConfig: _no_rules,
+    MultiKueueCluster: _no_rules,
 }
 
 
@@ -1008,6 +870,10 @@ def _reserved(workload: Workload) -> bool:
 
 
 def _validate_workload_update(errors: _Errors, old: Workload, new: Workload) -> None:
+    """Kueue's ValidateWorkloadUpdate, and three transition rules of upstream Kueue's Workload
+    CRD that ours does not declare yet (priorityClassRef, queueName and
+    maximumExecutionTimeSeconds while quota is reserved; apis/kueue/v1beta2/workload_types.go).
+    clusterName's immutability once set is our CRD's."""
     if _reserved(old):
         if len(new.spec.pod_sets) != len(old.spec.pod_sets):
             errors.invalid("spec.podSets", len(new.spec.pod_sets), _IMMUTABLE)
@@ -1063,8 +929,6 @@ def _validate_workload_update(errors: _Errors, old: Workload, new: Workload) -> 
             if before.cluster_queue != after.cluster_queue:
                 errors.invalid("status.admission.clusterQueue", after.cluster_queue, _IMMUTABLE)
     old_cluster, new_cluster = old.status.cluster_name, new.status.cluster_name
-    if old_cluster is not None and new_cluster is not None and old_cluster != new_cluster:
-        errors.invalid("status.clusterName", new_cluster, "clusterName is immutable once set")
     if (
         old_cluster is None
         and new_cluster is not None
@@ -1077,38 +941,16 @@ def _validate_workload_update(errors: _Errors, old: Workload, new: Workload) -> 
         )
 
 
-def _validate_topology_update(errors: _Errors, old: Topology, new: Topology) -> None:
-    before, after = old.level_labels(), new.level_labels()
-    if before != after and not (before[-1] == _HOSTNAME and after[-1] == _HOSTNAME):
-        errors.invalid(
-            "spec.levels",
-            "",
-            "levels are mutable only when kubernetes.io/hostname is the lowest level both "
-            "before and after the change",
-        )
-
-
 def validate_update(old: BaseModel, new: BaseModel) -> list[FieldError]:
-    """Every problem with replacing ``old`` by ``new``: the rules of a create, plus the
-    fields Kueue makes immutable (CRD transition rules and update webhooks)."""
+    """Every problem Kueue's webhooks find with replacing ``old`` by ``new``: the rules of a
+    create, plus the fields the update webhooks make immutable. The CRDs' transition rules
+    (a LocalQueue's clusterQueue, an AdmissionCheck's controllerName, a flavor's
+    topologyName, a Topology's levels, a Workload's clusterName) are the CRDs':
+    kueue_api.crd_validation.rule_errors(new, old)."""
     problems = validate_object(new)
     errors = _Errors()
     if type(old) is not type(new):
         errors.invalid("kind", getattr(new, "kind", ""), _IMMUTABLE)
-    elif isinstance(old, LocalQueue) and isinstance(new, LocalQueue):
-        if old.spec.cluster_queue != new.spec.cluster_queue:
-            errors.invalid("spec.clusterQueue", new.spec.cluster_queue or "", _IMMUTABLE)
-    elif isinstance(old, AdmissionCheck) and isinstance(new, AdmissionCheck):
-        if old.spec.controller_name != new.spec.controller_name:
-            errors.invalid("spec.controllerName", new.spec.controller_name, _IMMUTABLE)
-    elif isinstance(old, ResourceFlavor) and isinstance(new, ResourceFlavor):
-        before = old.spec.topology_name
-        if before is not None and new.spec.topology_name != before:
-            errors.invalid(
-                "spec", "topologyName", "topologyName is immutable when topologyName is set"
-            )
-    elif isinstance(old, Topology) and isinstance(new, Topology):
-        _validate_topology_update(errors, old, new)
     elif isinstance(old, Workload) and isinstance(new, Workload):
         _validate_workload_update(errors, old, new)
     return [*problems, *errors.items]

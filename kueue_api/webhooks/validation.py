@@ -1,6 +1,7 @@
 """Refusals at the door, as Kueue's validating webhooks (pkg/webhooks/*_webhook.go and the job
-kinds' ValidateCreate/ValidateUpdate): the same rules `mkq validate` applies
-(kueue_api.validation), answered as a 403 whose message lists every field refused.
+kinds' ValidateCreate/ValidateUpdate): the webhooks' share of what `mkq validate` checks
+(kueue_api.validation), answered as a 403 whose message lists every field refused. The CRDs'
+own rules are not repeated: the API server evaluates them before it calls a webhook.
 
 The CRD's OpenAPI schema has checked the object's shape before a webhook sees it, so an object
 our models cannot read (a field of a newer Kueue, say) is let through: only the rules refuse.

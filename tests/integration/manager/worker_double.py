@@ -113,7 +113,12 @@ class WorkerDouble:
         )
 
     async def admit(self, namespace: str, name: str) -> None:
-        """What Kueue writes when it admits: quota reserved, checks Ready, the admission."""
+        """What Kueue writes when it admits: quota reserved, checks Ready, the admission (one
+        assignment per podSet, as the CRD's rule wants)."""
+        current = await self.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "workloads", name
+        )
+        pod_sets = (current.get("spec") or {}).get("podSets") or [{"name": "main", "count": 1}]
         await self._status(
             namespace,
             name,
@@ -121,7 +126,8 @@ class WorkerDouble:
                 "admission": {
                     "clusterQueue": "cq",
                     "podSetAssignments": [
-                        {"name": "main", "count": 1, "flavors": {"cpu": "default"}}
+                        {"name": p["name"], "count": p["count"], "flavors": {"cpu": "default"}}
+                        for p in pod_sets
                     ],
                 },
                 "conditions": [

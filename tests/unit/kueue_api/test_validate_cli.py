@@ -80,8 +80,7 @@ def test_invalid_files_exit_two_listing_every_error(tmp_path: Path) -> None:
     assert out.count("\nok") + out.startswith("ok") == 2
     assert (
         f"error {bad}: document 1 (ClusterQueue/team-b): "
-        "spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: "
-        'Invalid value: "2": must be nil when cohort is empty'
+        "spec: Invalid value: borrowingLimit must be nil when cohort is empty"
     ) in err
     assert f"error {bad}: document 2 (LocalQueue/team-b/q): spec.colour: unknown field" in err
     assert err.splitlines()[-1] == "2 valid, 2 invalid"
@@ -138,3 +137,42 @@ spec:
     assert result.exit_code == 2
     assert "spec.queueingStrategy" in result.output
     assert "resources[0].borrowingLimit" in result.output and "-1" in result.output
+
+
+def test_every_error_of_a_document_is_listed_schema_crd_rules_and_webhook(tmp_path: Path) -> None:
+    """One ClusterQueue breaking the schema (an unknown queueingStrategy), two of the CRD's
+    rules (a borrowingLimit without a cohort; a flavor missing a covered resource) and a
+    check of Kueue's webhook (a negative borrowingLimit): each error is listed, naming its
+    field, the CRD's in kube-apiserver's words, and the run exits 2."""
+    path = tmp_path / "cq.yaml"
+    path.write_text(
+        """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: cq
+spec:
+  queueingStrategy: Sideways
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: ["cpu", "memory"]
+    flavors:
+    - name: default
+      resources:
+      - {name: cpu, nominalQuota: 9, borrowingLimit: -1}
+"""
+    )
+    code, out, err = _run(str(path))
+    assert code == 2
+    where = f"error {path}: document 1 (ClusterQueue/cq): "
+    assert [line for line in err.splitlines() if line.startswith("error")] == [
+        f"{where}spec.queueingStrategy: Input should be 'StrictFIFO' or 'BestEffortFIFO' "
+        "(got 'Sideways')",
+        f"{where}spec: Invalid value: borrowingLimit must be nil when cohort is empty",
+        f"{where}spec.resourceGroups[0]: Invalid value: flavors must have the same number of "
+        "resources as the coveredResources",
+        f"{where}spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit: "
+        'Invalid value: "-1": must be greater than or equal to 0',
+    ]
+    assert err.splitlines()[-1] == "0 valid, 1 invalid"
+    assert "ok" not in out

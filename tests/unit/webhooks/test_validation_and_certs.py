@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from kueue_api.crd_validation import rule_errors
 from kueue_api.webhooks.review import parse
 from kueue_api.webhooks.server import CA_RENEW_BEFORE, renewed
 from kueue_api.webhooks.validation import validate
@@ -33,11 +34,27 @@ def cluster_queue(**resource: Any) -> JsonObject:
 
 
 def test_a_kueue_object_breaking_a_rule_is_refused_with_every_field_named() -> None:
-    bad = cluster_queue(nominalQuota="-1", borrowingLimit="2")
+    bad = cluster_queue(nominalQuota="-1", borrowingLimit="-2")
     answer = validate(parse(review(bad)), FRAMEWORKS)
     assert not answer.allowed and answer.code == 403
     assert "nominalQuota" in answer.message and "borrowingLimit" in answer.message
     assert answer.message.startswith("[")  # several errors, as utilerrors.Aggregate prints
+
+
+def test_a_rule_the_crd_declares_is_left_to_the_crd() -> None:
+    """A borrowingLimit without a cohort breaks the ClusterQueue CRD's rule: kube-apiserver
+    refuses it, in the CRD's words, before calling the webhook, so the webhook's answer is
+    about its own checks only (here the negative nominalQuota)."""
+    bad = cluster_queue(nominalQuota="-1", borrowingLimit="2")
+    answer = validate(parse(review(bad)), FRAMEWORKS)
+    assert not answer.allowed
+    assert answer.message == (
+        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota: "
+        'Invalid value: "-1": must be greater than or equal to 0'
+    )
+    assert [str(error) for error in rule_errors(bad)] == [
+        "spec: Invalid value: borrowingLimit must be nil when cohort is empty"
+    ]
 
 
 def test_a_valid_object_and_one_the_models_cannot_read_are_let_through() -> None:
