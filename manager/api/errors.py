@@ -23,12 +23,21 @@ DATABASE_RETRY_AFTER_SECONDS = 2
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, reason: str, message: str, field: str | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        message: str,
+        field: str | None = None,
+        *,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
         self.message = message
         self.field = field
+        self.retry_after = retry_after  # seconds, sent as Retry-After (a 503 the client waits out)
 
 
 def error_body(reason: str, message: str, field: str | None = None) -> dict[str, object]:
@@ -58,7 +67,8 @@ _WHEN: dict[int, str] = {
     422: "Invalid: a well-formed body that is not valid (the field is named)",
     502: "BadGateway: the worker cluster answered the request with an error of its own",
     503: "ServiceUnavailable: the database is out of reach (Retry-After), the dispatcher is not "
-    "running, or the cluster is not connected",
+    "running, the cluster is not connected, or the manager cluster's queues are not listed yet "
+    "(Retry-After)",
 }
 
 
@@ -105,11 +115,13 @@ def invalid_body(error: ValidationError, what: str = "the body") -> ApiError:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, error: ApiError) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
+        headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else {}
+        if error.retry_after is not None:
+            headers["Retry-After"] = str(error.retry_after)
         return JSONResponse(
             error_body(error.reason, error.message, error.field),
             status_code=error.status,
-            headers=headers,
+            headers=headers or None,
         )
 
     # Routes declare no body parameters (manager.api.bodies), so what FastAPI validates is the

@@ -158,6 +158,7 @@ class ManagerClusterSource:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._synced_status: dict[tuple[str, str], str] = {}
+        self._listed = False  # the caches hold a listing (kept while the cluster is away)
         self._kubeconfig_digest: dict[str, str] = {}
         self.passes = 0
         settings = runtime.settings
@@ -209,6 +210,7 @@ class ManagerClusterSource:
     # ---- what the watch says (ConnectionListener) -----------------------------------------
 
     async def cluster_connected(self, connection: ClusterConnection) -> None:
+        self._listed = True
         self._wake.set()
 
     async def cluster_unhealthy(
@@ -517,12 +519,13 @@ class ManagerClusterSource:
             if gone and row.state not in states.FINAL_STATES and not row.cancel_requested:
                 await self._cancel(row, "its Job was deleted from the manager cluster")
 
-    def multikueue_queue(self, namespace: str, name: str) -> bool:
+    def multikueue_queue(self, namespace: str, name: str) -> bool | None:
         """Whether the manager cluster's LocalQueue `namespace/name` exists and its
         ClusterQueue dispatches through MultiKueue (a REST submission into it then waits for
-        quota there, as a job created in the cluster does)."""
-        if not self._connection.ready:
-            return False
+        quota there, as a job created in the cluster does). From the last listing when the
+        cluster is briefly away; None before it was ever listed (nobody can tell yet)."""
+        if not self._listed:
+            return None
         return (namespace, name) in self._read_topology().queue_to_config
 
     async def _admit_job(self, job: dict[str, Any]) -> None:

@@ -44,11 +44,14 @@ def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def small_queue(system: System, name: str, cpus: int) -> AsyncIterator[str]:
-    """A ClusterQueue of `cpus` CPUs on the manager cluster, dispatched through MultiKueue,
-    and LocalQueue `name` in team-a into it; the workers get a LocalQueue of the same name
-    into their team-a ClusterQueue (MultiKueue sends a job to the queue it names). Removed
-    afterwards: the real control planes outlive the test."""
+async def small_queue(
+    system: System, name: str, cpus: int, *, preempt: bool = False
+) -> AsyncIterator[str]:
+    """A ClusterQueue of `cpus` CPUs on the manager cluster, dispatched through MultiKueue
+    (preempting lower priorities within it when `preempt`), and LocalQueue `name` in team-a
+    into it; the workers get a LocalQueue of the same name into their team-a ClusterQueue
+    (MultiKueue sends a job to the queue it names). Removed afterwards: the real control
+    planes outlive the test."""
     manager_objects = [
         {
             "apiVersion": KUEUE,
@@ -71,6 +74,7 @@ async def small_queue(system: System, name: str, cpus: int) -> AsyncIterator[str
                     }
                 ],
                 "admissionChecksStrategy": {"admissionChecks": [{"name": "dispatch"}]},
+                **({"preemption": {"withinClusterQueue": "LowerPriority"}} if preempt else {}),
             },
         },
         {
@@ -492,3 +496,54 @@ async def test_an_external_dispatcher_names_the_workers_on_the_managers_workload
         assert [a["cluster"] for a in done["attempts"]] == [chosen], done
         succeeded = ledger.succeeded.get(f"team-a/{name}", set())
         assert {pod.split("/", 1)[0] for pod in succeeded} == {chosen}, succeeded
+
+
+@pytest.mark.timeout(240)
+async def test_a_higher_priority_job_preempts_on_the_managers_quota(
+    start_system: StartSystem, ledgers: Any
+) -> None:
+    """Preemption on the manager's ClusterQueue: a high-priority Job that does not fit the
+    manager's quota evicts the low-priority one holding it there; the low one's copy is
+    withdrawn from its worker, it waits in the manager's queue, and runs once there is room."""
+    async with start_system() as system, api_client(system) as api:
+        await wait_connected(system, api)
+        ledger = await ledgers(system)
+        async with small_queue(system, unique("four-cpus"), 4, preempt=True) as queue:
+            low = in_queue(job(unique("low"), cpu="3", seconds=60, route="manager-cluster"), queue)
+            low_name = low["metadata"]["name"]
+            await submit_to_manager_cluster(system, low)
+            await eventually(
+                lambda: workload(api, "team-a", low_name),
+                lambda r: r is not None and r["state"] == "Running",
+                within=45,
+                what="the low-priority Job running",
+            )
+            high = in_queue(
+                job(unique("high"), cpu="3", seconds=2, priority="high", route="manager-cluster"),
+                queue,
+            )
+            high_name = high["metadata"]["name"]
+            await submit_to_manager_cluster(system, high)
+
+            def withdrawn(r: dict[str, Any] | None) -> bool:
+                return r is not None and any(
+                    a["reason"] == "EvictedOnManagerCluster" for a in r["attempts"]
+                )
+
+            preempted = await eventually(
+                lambda: workload(api, "team-a", low_name),
+                withdrawn,
+                within=45,
+                what="the low-priority Job's copy withdrawn after its preemption on the manager",
+            )
+            assert preempted["cluster"] is None or preempted["state"] != "Running", preempted
+            found = (await manager_workloads(system, {low_name}))[low_name]
+            assert condition(found, "Preempted").get("reason") == "InClusterQueue", found
+            (high_done,) = (await wait_all_final(api, [("team-a", high_name)], within=60)).values()
+            assert high_done["state"] == "Succeeded", high_done
+            (low_done,) = (await wait_all_final(api, [("team-a", low_name)], within=120)).values()
+            assert low_done["state"] == "Succeeded", low_done
+            for name, record in ((high_name, high_done), (low_name, low_done)):
+                succeeded = ledger.succeeded.get(f"team-a/{name}", set())
+                assert {pod.split("/", 1)[0] for pod in succeeded} == {record["cluster"]}
+                assert len(succeeded) == 1, succeeded

@@ -314,7 +314,10 @@ def get_targets(
 ) -> list[Target]:
     """Kueue's Preemptor.GetTargets for an assignment in Preempt mode."""
     frs = preemption_needed(assignment)
-    topology = TopologyCheck.build(state, cq, info, assignment) if cq.tas_flavors else None
+    # A MultiKueue ClusterQueue places no topology (the worker does; its cluster has no
+    # nodes), so its preemptions are decided on quota alone.
+    placed = cq.tas_flavors and not state.has_multikueue_check(cq)
+    topology = TopologyCheck.build(state, cq, info, assignment) if placed else None
     return _targets(state, cq, info, frs, assignment.usage, topology)
 
 

@@ -91,7 +91,7 @@ async def _priority(runtime: Runtime, name: str | None) -> int:
     status_code=201,
     response_model=WorkloadOut,
     response_model_by_alias=True,
-    responses=error_responses(409, 413, 422),
+    responses=error_responses(409, 413, 422, 503),
     openapi_extra=body_schema("JobManifest", yaml_allowed=True),
 )
 async def submit_workload(request: Request, runtime: Runtime, _: User) -> WorkloadOut:
@@ -113,6 +113,15 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
     now = runtime.clock.now()
     gate = runtime.manager_queues
     held = gate is not None and gate.multikueue_queue(job.namespace, job.queue)
+    if held is None:
+        # Its queue may hold quota on the manager cluster; dispatching it unheld could
+        # overrun that quota, so the client tries again once the cluster is listed.
+        raise ApiError(
+            503,
+            "ServiceUnavailable",
+            "the manager cluster's queues are not listed yet; retry in a few seconds",
+            retry_after=2,
+        )
     if held:
         message: str | None = WAITING_FOR_QUOTA
     else:
