@@ -28,10 +28,9 @@ from typing import Any
 
 from kueue_api.conditions import condition_true, find_condition
 from manager import states
-from manager.jobs import ORIGIN_LABEL, workload_copy
+from manager.jobs import MANAGED_BY, ORIGIN_LABEL, workload_copy
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-MULTIKUEUE_MANAGED_BY = "kueue.x-k8s.io/multikueue"
 PENDING, READY, RETRY, REJECTED = "Pending", "Ready", "Retry", "Rejected"
 WAITING_FOR_WORKLOAD = "waiting for Kueue on the manager cluster to create the Workload"
 WAITING_FOR_QUOTA = "waiting for quota in the manager cluster's ClusterQueue"
@@ -88,11 +87,11 @@ def owner_is_managed(job: Mapping[str, Any]) -> tuple[bool, str]:
     """Kueue's IsJobManagedByKueue for a manager-cluster job: its controller must be
     MultiKueue, or a worker and the manager cluster would both run it."""
     managed_by = str((job.get("spec") or {}).get("managedBy") or "")
-    if managed_by == MULTIKUEUE_MANAGED_BY:
+    if managed_by == MANAGED_BY:
         return True, ""
     return (
         False,
-        f'Expecting spec.managedBy to be "{MULTIKUEUE_MANAGED_BY}" not "{managed_by}"',
+        f'Expecting spec.managedBy to be "{MANAGED_BY}" not "{managed_by}"',
     )
 
 

@@ -130,6 +130,14 @@ async def stop_policy(system: System, cluster: str, policy: str) -> None:
     )
 
 
+def pods_ran_only_in(ledger: Any, job: str, cluster: str) -> set[str]:
+    """The succeeded pods of `job` ("namespace/name"), asserting that they all ran in
+    `cluster` (the one the manager names): the job ran exactly there."""
+    succeeded: set[str] = ledger.succeeded.get(job, set())
+    assert {pod.split("/", 1)[0] for pod in succeeded} == {cluster}, succeeded
+    return succeeded
+
+
 def in_queue(manifest: dict[str, Any], queue: str) -> dict[str, Any]:
     manifest["metadata"]["labels"][QUEUE_LABEL] = queue
     return manifest
@@ -225,8 +233,7 @@ async def test_quota_in_the_managers_cluster_queue_holds_jobs_until_they_fit(
             final = await wait_all_final(api, [("team-a", n) for n in names], within=5)
             for (namespace, name), record in final.items():
                 assert record["state"] == "Succeeded", record
-                succeeded = ledger.succeeded.get(f"{namespace}/{name}", set())
-                assert {pod.split("/", 1)[0] for pod in succeeded} == {record["cluster"]}
+                succeeded = pods_ran_only_in(ledger, f"{namespace}/{name}", record["cluster"])
                 assert len(succeeded) == completions(manifests[0])
 
             # The queue is Active, as Kueue's setup guide has the user check it.
@@ -442,8 +449,7 @@ async def test_a_job_evicted_in_its_worker_is_readmitted_on_the_manager_and_runs
             await stop_policy(system, drained, "None")
         assert done["state"] == "Succeeded", done
         assert done["cluster"] != drained, done
-        succeeded = ledger.succeeded.get(f"team-a/{name}", set())
-        assert {pod.split("/", 1)[0] for pod in succeeded} == {done["cluster"]}, succeeded
+        pods_ran_only_in(ledger, f"team-a/{name}", done["cluster"])
         kinds = [e["kind"] for e in done["events"]]
         assert kinds.count("Evicted") == 1 and kinds.count("Admitted") == 2, kinds
         (finished,) = (await manager_workloads(system, {name})).values()
@@ -494,8 +500,7 @@ async def test_an_external_dispatcher_names_the_workers_on_the_managers_workload
         assert done["state"] == "Succeeded", done
         assert done["cluster"] == chosen, done
         assert [a["cluster"] for a in done["attempts"]] == [chosen], done
-        succeeded = ledger.succeeded.get(f"team-a/{name}", set())
-        assert {pod.split("/", 1)[0] for pod in succeeded} == {chosen}, succeeded
+        pods_ran_only_in(ledger, f"team-a/{name}", chosen)
 
 
 @pytest.mark.timeout(240)
@@ -544,6 +549,5 @@ async def test_a_higher_priority_job_preempts_on_the_managers_quota(
             (low_done,) = (await wait_all_final(api, [("team-a", low_name)], within=120)).values()
             assert low_done["state"] == "Succeeded", low_done
             for name, record in ((high_name, high_done), (low_name, low_done)):
-                succeeded = ledger.succeeded.get(f"team-a/{name}", set())
-                assert {pod.split("/", 1)[0] for pod in succeeded} == {record["cluster"]}
+                succeeded = pods_ran_only_in(ledger, f"team-a/{name}", record["cluster"])
                 assert len(succeeded) == 1, succeeded
