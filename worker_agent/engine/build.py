@@ -248,6 +248,7 @@ def config_from(obj: api.Configuration) -> EngineConfig:
         admission_fair_sharing=_afs(obj.admission_fair_sharing),
         block_admission=obj.wait_for_pods_ready.block_admission,
         requeue_by_creation=obj.wait_for_pods_ready.requeuing_strategy.timestamp == "Creation",
+        tas_balanced_placement=obj.feature_enabled("TASBalancedPlacement", False),
         transformations=tuple(
             ResourceTransformation(
                 input=t.input,

@@ -358,6 +358,9 @@ class EngineConfig:
     """waitForPodsReady.requeuingStrategy.timestamp Creation: a workload evicted by the
     PodsReady timeout keeps its creation time in its queue (Eviction, the default, puts it
     behind the workloads queued before the eviction)."""
+    tas_balanced_placement: bool = False
+    """Feature gate TASBalancedPlacement (alpha, off by default): TAS places preferred
+    topology requests with balanced placement, falling back to BestFit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -130,7 +130,12 @@ def placer(state: EngineState, cq: ClusterQueueRuntime) -> TopologyPlacer:
                     f'Flavor "{flavor_name}" information missing in TAS cache'
                 )
             snapshots[flavor_name] = snapshot
-        outcome = find_assignments_for_workload(snapshots, by_flavor, simulate_empty=simulate_empty)
+        outcome = find_assignments_for_workload(
+            snapshots,
+            by_flavor,
+            simulate_empty=simulate_empty,
+            balanced_placement=state.config.tas_balanced_placement,
+        )
         if outcome.failure is not None:
             return outcome.failure.pod_set, outcome.failure.reason
         return dict(outcome.assignments)
@@ -190,7 +195,11 @@ class TopologyCheck:
         self._change(victim, 1)
 
     def fits(self) -> bool:
-        outcome = find_assignments_for_workload(self.snapshots, self.requests)
+        outcome = find_assignments_for_workload(
+            self.snapshots,
+            self.requests,
+            balanced_placement=self.state.config.tas_balanced_placement,
+        )
         return outcome.failure is None
 
 

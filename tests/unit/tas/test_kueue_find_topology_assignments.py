@@ -6,6 +6,10 @@ tas_cache_test.go) that run with Kueue 0.20's default feature gates and need no 
 (node replacement, elastic slices) nor preferred node affinity: nodes, non-TAS pod usage, podset
 requests, and the exact assignment or failure message Kueue expects. Each test is named after
 the Kueue case.
+
+``data/kueue_balanced_placement.json`` holds, in the same form plus each case's feature gates,
+the cases of the same table that turn TASBalancedPlacement on (off by default); they run with
+``balanced_placement`` set as the case's gates say.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ from worker_agent.engine.tas import (
 
 CASES: list[dict[str, Any]] = json.loads(
     (Path(__file__).parent / "data" / "kueue_find_topology_assignments.json").read_text()
+)
+BALANCED_CASES: list[dict[str, Any]] = json.loads(
+    (Path(__file__).parent / "data" / "kueue_balanced_placement.json").read_text()
 )
 
 
@@ -84,8 +91,7 @@ def _assignment(raw: dict[str, Any]) -> TopologyAssignment:
     )
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
-def test_kueue_case(case: dict[str, Any]) -> None:
+def _check(case: dict[str, Any], balanced_placement: bool = False) -> None:
     snapshot = build_snapshot(
         case["levels"],
         [_node(n) for n in case["nodes"]],
@@ -93,7 +99,11 @@ def test_kueue_case(case: dict[str, Any]) -> None:
         topology_name="default",
         non_tas_usage=case["nonTasUsage"],
     )
-    outcome = find_assignments(snapshot, [_request(ps) for ps in case["podSets"]])
+    outcome = find_assignments(
+        snapshot,
+        [_request(ps) for ps in case["podSets"]],
+        balanced_placement=balanced_placement,
+    )
 
     for podset in case["podSets"]:
         if podset["wantReason"]:
@@ -105,5 +115,16 @@ def test_kueue_case(case: dict[str, Any]) -> None:
             assert outcome.assignments[podset["name"]] == _assignment(podset["wantAssignment"])
 
 
+@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+def test_kueue_case(case: dict[str, Any]) -> None:
+    _check(case)
+
+
+@pytest.mark.parametrize("case", BALANCED_CASES, ids=[case["name"] for case in BALANCED_CASES])
+def test_kueue_balanced_placement_case(case: dict[str, Any]) -> None:
+    _check(case, balanced_placement=case["featureGates"]["TASBalancedPlacement"])
+
+
 def test_the_table_is_not_empty() -> None:
     assert len(CASES) > 80
+    assert len(BALANCED_CASES) == 21

@@ -33,6 +33,15 @@ How the engine uses it
        if outcome.failure: pending message = outcome.failure.reason  (Kueue's words)
        else: outcome.assignments[podset_name] -> TopologyAssignment
 
+   ``balanced_placement=True`` (on ``find_assignments``, ``find_assignment``,
+   ``find_assignments_for_workload`` and ``find_replacement``) is Kueue's TASBalancedPlacement
+   gate: the engine passes ``EngineConfig.tas_balanced_placement``, set from the
+   Configuration's ``featureGates``. A preferred request is then spread evenly over the domains
+   below the preferred level, inside one domain of the level above it
+   (:mod:`worker_agent.engine.tas.balanced`, Kueue's
+   ``pkg/cache/scheduler/tas_balanced_placement.go``); required, unconstrained, implied and
+   slice-only requests, and preferred ones it cannot place, keep BestFit / LeastFreeCapacity.
+
    For preemption, ``simulate_empty=True`` asks "would it fit with no TAS workload at all".
    A workload whose podsets landed on several TAS flavors goes through
    :func:`find_assignments_for_workload` (flavors by name; on hostname-leaf topologies what one
@@ -69,9 +78,10 @@ much: requests plus one ``pods``; ``non_tas_usage`` amounts always include ``pod
 It is a separate module so the placement code never depends on the models.
 
 Semantics follow Kueue 0.20 defaults (TASProfileMixed on: unconstrained uses LeastFreeCapacity;
-TASBalancedPlacement, TASRespectNodeAffinityPreferred off; multi-layer slices on). Not covered:
-elastic workload slices and balanced placement (their gates are off by default), preferred
-node affinity (gate off), ``matchFields`` in required node affinity.
+TASRespectNodeAffinityPreferred off; multi-layer slices on), with TASBalancedPlacement (alpha,
+off by default) available through ``balanced_placement``. Not covered: elastic workload slices
+(gate off by default), preferred node affinity (gate off), ``matchFields`` in required node
+affinity.
 """
 
 from worker_agent.engine.tas.assignment import (

@@ -2,8 +2,11 @@
 
 Phase 1 counts, bottom-up, how many pods (and slices, and a group leader) fit in every domain.
 Phase 2 picks the level and the domains at it (BestFit for required/preferred, LeastFreeCapacity
-for unconstrained: Kueue 0.20 defaults, TASProfileMixed on, TASBalancedPlacement off), then walks
-down level by level keeping the number of domains used small, and emits the leaf counts.
+for unconstrained: Kueue 0.20 defaults, TASProfileMixed on), then walks down level by level
+keeping the number of domains used small, and emits the leaf counts. With ``balanced=True``
+(Kueue's TASBalancedPlacement gate, off by default) a preferred request first tries the
+balanced placement of :mod:`balanced`, which fixes the domains one level below the preferred
+one; the walk then goes down from there per parent, and BestFit is the fallback.
 
 Every choice (sort keys, tie-breaks, "first smallest domain that fits") follows Kueue's code so
 that the same input gives the same placement. The per-run scratch arrays live in a
@@ -19,6 +22,7 @@ from worker_agent.engine.tas.assignment import (
     DomainAssignment,
     TopologyAssignment,
 )
+from worker_agent.engine.tas.balanced import BalancedRequest, DomainCounts, balanced_fit
 from worker_agent.engine.tas.nodes import (
     first_untolerated_taint,
     matches_node_selector,
@@ -129,9 +133,11 @@ class PlacementRun:
         assumed: Mapping[str, Resources],
         simulate_empty: bool,
         within: str = "",
+        balanced: bool = False,
     ) -> None:
         self.snap = snap
         self.within = within
+        self.balanced = balanced
         self.tree = snap.tree
         self.workers = workers
         self.leader = leader
@@ -677,14 +683,16 @@ class PlacementRun:
             f"unexpected remaining count {remaining} while distributing {count} pods"
         )
 
-    def _descend(self, fit_level: int, fit: list[int]) -> list[int]:
+    def _descend(self, fit_level: int, fit: list[int], balanced: bool = False) -> list[int]:
         tree = self.tree
         last = tree.last_level
         current = self._update_counts_to_minimum(
             fit, self.count, self.leader_count, self.slice_size, True
         )
         level = fit_level
-        while level < min(last, self.slice_level):
+        # Above the slice level BestFit spreads over all the level's domains at once; after
+        # balanced placement each parent's share is split among its own children instead.
+        while not balanced and level < min(last, self.slice_level):
             lower = [child for dom in current for child in tree.children[dom]]
             current = self._update_counts_to_minimum(
                 self._sorted(lower), self.count, self.leader_count, self.slice_size, True
@@ -723,11 +731,39 @@ class PlacementRun:
             ),
         )
 
+    def _balanced_fit(self) -> tuple[int, list[int]] | None:
+        """Balanced placement's level and domains (preferred requests only), else ``None``."""
+        if not self.balanced or self.required or self.unconstrained:
+            return None
+        tree = self.tree
+        counts = DomainCounts(
+            pod=self.pod,
+            slc=self.slc,
+            pwl=self.pwl,
+            swl=self.swl,
+            ldr=self.ldr,
+            children=tree.children,
+            values=tree.values,
+            level_domains=tree.level_domains,
+        )
+        request = BalancedRequest(
+            count=self.count,
+            slice_size=self.slice_size,
+            leader_count=self.leader_count,
+            requested_level=self.requested_level,
+            slice_level=self.slice_level,
+        )
+        return balanced_fit(counts, request)
+
     def run(self) -> dict[str, TopologyAssignment]:
         self._resolve()
         self._fill_counts()
-        fit_level, fit = self._find_level(self.requested_level)
-        leaves = self._descend(fit_level, fit)
+        balanced = self._balanced_fit()
+        if balanced is not None:
+            fit_level, fit = balanced
+        else:
+            fit_level, fit = self._find_level(self.requested_level)
+        leaves = self._descend(fit_level, fit, balanced=balanced is not None)
         out: dict[str, TopologyAssignment] = {}
         if self.leader is not None:
             leader_leaves = [d for d in leaves if self.ldr[d] > 0]

@@ -55,6 +55,7 @@ def find_assignments(
     *,
     simulate_empty: bool = False,
     assumed_usage: Mapping[str, Resources] | None = None,
+    balanced_placement: bool = False,
 ) -> FlavorPlacement:
     """Place every TAS podset of one workload on one flavor (FindTopologyAssignmentsForFlavor).
 
@@ -63,7 +64,9 @@ def find_assignments(
     ones took. ``simulate_empty`` places as if every TAS workload were gone (preemption's
     "would it fit at all"). ``assumed_usage`` (Kueue domain ID -> resources) is capacity already
     taken in this cycle by other flavors sharing the same nodes. Podsets with count 0 get no
-    assignment: Kueue's flavor assigner leaves them out of TAS.
+    assignment: Kueue's flavor assigner leaves them out of TAS. ``balanced_placement`` is
+    Kueue's TASBalancedPlacement gate (off by default): preferred requests try the balanced
+    placement first (see :mod:`worker_agent.engine.tas.balanced`).
     """
     assumed: dict[str, Resources] = dict(assumed_usage or {})
     groups: dict[str, list[PodSetTASRequest]] = {}
@@ -76,7 +79,9 @@ def find_assignments(
     for group in groups.values():
         leader, workers = _leader_and_workers(group)
         try:
-            result = PlacementRun(snapshot, workers, leader, assumed, simulate_empty).run()
+            result = PlacementRun(
+                snapshot, workers, leader, assumed, simulate_empty, balanced=balanced_placement
+            ).run()
         except PlacementError as err:
             return FlavorPlacement(
                 assignments=MappingProxyType(placed),
@@ -96,6 +101,7 @@ def find_assignments_for_workload(
     requests_by_flavor: Mapping[str, Sequence[PodSetTASRequest]],
     *,
     simulate_empty: bool = False,
+    balanced_placement: bool = False,
 ) -> FlavorPlacement:
     """Place a workload's TAS podsets over all the flavors they were assigned to.
 
@@ -116,6 +122,7 @@ def find_assignments_for_workload(
             requests,
             simulate_empty=simulate_empty,
             assumed_usage=shared if hostname_leaf else None,
+            balanced_placement=balanced_placement,
         )
         placed.update(outcome.assignments)
         if hostname_leaf:
@@ -135,10 +142,15 @@ def find_assignment(
     *,
     simulate_empty: bool = False,
     assumed_usage: Mapping[str, Resources] | None = None,
+    balanced_placement: bool = False,
 ) -> TopologyAssignment | PlacementFailure:
     """Place a single podset; see :func:`find_assignments`."""
     outcome = find_assignments(
-        snapshot, [request], simulate_empty=simulate_empty, assumed_usage=assumed_usage
+        snapshot,
+        [request],
+        simulate_empty=simulate_empty,
+        assumed_usage=assumed_usage,
+        balanced_placement=balanced_placement,
     )
     if outcome.failure is not None:
         return outcome.failure

@@ -127,12 +127,14 @@ def find_replacement(
     unhealthy_node: str,
     *,
     assumed_usage: Mapping[str, Resources] | None = None,
+    balanced_placement: bool = False,
 ) -> NodeReplacement | PlacementFailure:
     """Move the pods ``existing`` put on ``unhealthy_node`` (a hostname) to healthy nodes.
 
     ``request`` is the podset as admitted (its ``count`` is ignored: the failed node's pods are
     what gets placed). ``snapshot`` should already hold the workload's own usage, as Kueue's
-    does for an admitted workload.
+    does for an admitted workload. ``balanced_placement`` is the TASBalancedPlacement gate:
+    Kueue's replacement runs the same placement, so a preferred request may be balanced.
     """
     kept = tuple(d for d in existing.domains if d.values[-1] != unhealthy_node)
     affected = 0
@@ -153,7 +155,13 @@ def find_replacement(
         moved = _keep_whole_inner_slices(moved)
     try:
         placed = PlacementRun(
-            snapshot, moved, None, assumed_usage or {}, simulate_empty=False, within=within
+            snapshot,
+            moved,
+            None,
+            assumed_usage or {},
+            simulate_empty=False,
+            within=within,
+            balanced=balanced_placement,
         ).run()[moved.name]
     except PlacementError as err:
         return PlacementFailure(request.name, str(err))
