@@ -5,6 +5,10 @@ The openAPIV3Schema is the models' JSON schema made structural: references inlin
 partly model (pod templates) marked ``x-kubernetes-preserve-unknown-fields``. Scope, short
 names, printer columns and status subresources follow Kueue's kubebuilder markers.
 
+Every property's ``description`` (what ``kubectl explain`` shows) is its model field's
+docstring (the models set ``use_attribute_docstrings``); a kind's own description is its
+model's class docstring. Docstrings of the nested structs are developer notes and stay out.
+
 Regenerate ``deploy/crds/`` with ``python -m kueue_api.crds [DIR]``; a test fails when the
 files drift from the models.
 """
@@ -204,12 +208,8 @@ CRD_SPECS: Final[tuple[CrdSpec, ...]] = (
     ),
 )
 
-_API_VERSION_DESCRIPTION: Final = (
-    "APIVersion defines the versioned schema of this representation of an object."
-)
-_KIND_DESCRIPTION: Final = (
-    "Kind is a string value representing the REST resource this object represents."
-)
+_API_VERSION_DESCRIPTION: Final = f"The API group and version of this object: {GROUP}/{VERSION}."
+_KIND_DESCRIPTION: Final = "The kind of this object: {kind}."
 
 
 # -- schema conversion -----------------------------------------------------------------------
@@ -225,6 +225,13 @@ class _NoAliasDumper(yaml.SafeDumper):
         return True
 
 
+def _prose(docstring: str) -> str:
+    """A docstring as a description: the lines of each paragraph joined, so the text reflows
+    wherever it is shown (kubectl explain wraps it to the terminal)."""
+    paragraphs = docstring.strip().split("\n\n")
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)
+
+
 def _structural(node: Any, defs: Mapping[str, Any]) -> Any:
     """Turn a pydantic JSON schema node into a structural OpenAPI v3 schema node."""
     if not isinstance(node, dict):
@@ -233,7 +240,10 @@ def _structural(node: Any, defs: Mapping[str, Any]) -> Any:
     ref = node.pop("$ref", None)
     if ref is not None:
         target = dict(defs[ref.rsplit("/", 1)[-1]])
-        target.update(node)  # keep a default or description given next to the reference
+        # A class docstring is developer documentation; what a property means for the user is
+        # its field's docstring, given next to the reference (with any default).
+        target.pop("description", None)
+        target.update(node)
         node = target
     any_of = node.get("anyOf")
     if any_of is not None and not node.get("x-kubernetes-int-or-string"):
@@ -267,6 +277,8 @@ def _structural(node: Any, defs: Mapping[str, Any]) -> Any:
             # ``false`` (unknown fields forbidden) is the structural default: drop it.
         elif key == "anyOf":
             out["anyOf"] = [_structural(branch, defs) for branch in value]
+        elif key == "description":
+            out["description"] = _prose(value)
         else:
             out[key] = value
     if (
@@ -280,6 +292,8 @@ def _structural(node: Any, defs: Mapping[str, Any]) -> Any:
         out.pop("type", None)
     if out.get("x-kubernetes-preserve-unknown-fields") and "type" not in out:
         out["type"] = "object"
+    if "description" in out:  # first, where a reader of the YAML looks for it
+        out = {"description": out.pop("description"), **out}
     return out
 
 
@@ -303,7 +317,9 @@ def _schema(spec: CrdSpec) -> dict[str, Any]:
     schema: dict[str, Any] = _structural(raw, defs)
     properties = schema["properties"]
     properties["apiVersion"] = {"description": _API_VERSION_DESCRIPTION, "type": "string"}
-    properties["kind"] = {"description": _KIND_DESCRIPTION, "type": "string"}
+    properties["kind"] = {"description": _KIND_DESCRIPTION.format(kind=spec.kind), "type": "string"}
+    # kube-apiserver refuses anything but the type here, a description included: the schema
+    # of an object's metadata is the API server's own.
     properties["metadata"] = {"type": "object"}
     for name in ("spec", "status"):
         if name in properties:

@@ -105,6 +105,12 @@ class AgentConfig:
     fair sharing, resources, DRA); its waitForPodsReady arrives through the fields above
     (`settings_from`), where flags may override it. None: Kueue's defaults."""
 
+    def engine_config(self) -> EngineConfig:
+        """The engine settings before any Configuration is applied: Kueue's defaults (those of
+        `EngineConfig`, as with no Configuration file), with blockAdmission as this agent runs
+        it. A Configuration (`engine_configuration`) then replaces them."""
+        return EngineConfig(block_admission=self.block_admission)
+
     def engine_configuration(self) -> Configuration | None:
         """The Configuration the engine applies, with blockAdmission as this agent runs it."""
         configuration = self.configuration
@@ -169,7 +175,7 @@ class _LeaderRun:
             agent.clock,
             agent.reporter,
             parallelism=agent.config.write_parallelism,
-            engine_config=EngineConfig(block_admission=agent.config.block_admission),
+            engine_config=agent.config.engine_config(),
             configuration=agent.config.engine_configuration(),
         )
         managed_kinds = frozenset(i.resource.kind for i in agent.integrations)

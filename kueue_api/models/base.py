@@ -77,6 +77,8 @@ class KueueModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         validate_default=False,
+        # A field's docstring is its description in the JSON schema, hence in the CRDs.
+        use_attribute_docstrings=True,
     )
 
     @model_validator(mode="before")
@@ -99,6 +101,7 @@ class CoreModel(BaseModel):
         populate_by_name=True,
         extra="allow",
         validate_default=False,
+        use_attribute_docstrings=True,
     )
 
     other_fields: ClassVar[frozenset[str] | None] = None

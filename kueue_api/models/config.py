@@ -2,7 +2,9 @@
 
 The parts the engine and agent read are typed and defaulted as Kueue's ``SetDefaults_Configuration``
 does (waitForPodsReady is non-nil, hence on, by default); the controller-manager plumbing
-(webhook, metrics, leader election, TLS...) is accepted as given.
+(webhook, metrics, leader election, TLS...) is accepted as given. README.md's "Configuration
+defaults" table lists each default the agent reads next to Kueue's
+(tests/unit/agent/test_configuration_defaults.py keeps them in step).
 """
 
 from __future__ import annotations
@@ -112,8 +114,12 @@ class FairSharingConfig(KueueModel):
 
 
 class AdmissionFairSharingConfig(KueueModel):
-    usage_half_life_time: Duration
+    usage_half_life_time: Duration = timedelta(0)
+    """How fast past usage fades: it halves every this long. Kueue gives it no default, so an
+    omitted one is Go's zero duration (apis/config/v1beta2/configuration_types.go): usage is
+    forgotten at once."""
     usage_sampling_interval: Duration = timedelta(minutes=5)
+    """How often LocalQueue usage is sampled; 0 means the default, 5 minutes."""
     resource_weights: dict[str, float] | None = None
 
     def model_post_init(self, context: Any) -> None:

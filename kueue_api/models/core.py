@@ -55,49 +55,102 @@ __all__ = [
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
+# The CEL rules Kueue's CRDs put on lists of taints and tolerations (with the enums of
+# TaintEffect and Toleration.operator, the enum refuses a bad value first).
+TAINT_EFFECT_RULE: Final = (
+    "self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",
+    "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",
+)
+TOLERATION_RULES: Final = (
+    (
+        "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
+        "operator must be Exists when 'key' is empty, which means 'match all values and all "
+        "keys'",
+    ),
+    (
+        "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
+        "effect must be 'NoExecute' when 'tolerationSeconds' is set",
+    ),
+    (
+        "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
+        "supported toleration values: 'Equal'(default), 'Exists'",
+    ),
+    (
+        "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
+        "a value must be empty when 'operator' is 'Exists'",
+    ),
+    (
+        "self.all(x, !has(x.effect) || x.effect in ['NoSchedule', 'PreferNoSchedule', "
+        "'NoExecute'])",
+        TAINT_EFFECT_RULE[1],
+    ),
+)
+
 
 class Taint(KueueModel):
     key: StrictStr
+    """The taint's key."""
     value: StrictStr | None = None
+    """The taint's value."""
     effect: TaintEffect
+    """What the taint does to pods that do not tolerate it: NoSchedule, PreferNoSchedule or
+    NoExecute."""
     time_added: Time | None = None
+    """When the taint was added (NoExecute taints only)."""
 
 
 class Toleration(KueueModel):
     """An empty ``operator`` means Equal; an empty ``effect`` matches every effect."""
 
     key: StrictStr | None = None
+    """The taint key tolerated; empty with operator Exists tolerates every taint."""
     operator: Literal["Equal", "Exists"] | None = None
+    """Equal (the value must match, the default) or Exists (any value)."""
     value: StrictStr | None = None
+    """The taint value tolerated with operator Equal."""
     effect: TaintEffect | None = None
+    """The taint effect tolerated; empty tolerates every effect."""
     toleration_seconds: Int64 | None = None
+    """For NoExecute taints: how long a running pod stays once the taint appears; unset means
+    forever."""
 
 
 class NodeSelectorRequirement(KueueModel):
     key: StrictStr
+    """The node label (or field) key."""
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    """In, NotIn, Exists, DoesNotExist, Gt or Lt."""
     values: list[StrictStr] | None = None
+    """The values: several for In and NotIn, one integer for Gt and Lt, none for Exists and
+    DoesNotExist."""
 
 
 class NodeSelectorTerm(KueueModel):
     match_expressions: list[NodeSelectorRequirement] | None = None
+    """Requirements on node labels, all of which must hold."""
     match_fields: list[NodeSelectorRequirement] | None = None
+    """Requirements on node fields, all of which must hold."""
 
 
 class NodeSelector(KueueModel):
     node_selector_terms: list[NodeSelectorTerm]
+    """Terms of which at least one must match the node."""
 
 
 class PreferredSchedulingTerm(KueueModel):
     weight: Int32 = Field(ge=1, le=100)
+    """The weight of this preference, from 1 to 100."""
     preference: NodeSelectorTerm
+    """The node requirements preferred."""
 
 
 class NodeAffinity(KueueModel):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    """Node requirements a pod must meet to be scheduled."""
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = (
         None
     )
+    """Node requirements the scheduler prefers, by weight."""
 
 
 class Affinity(CoreModel):
@@ -106,19 +159,28 @@ class Affinity(CoreModel):
     other_fields = frozenset()
 
     node_affinity: NodeAffinity | None = None
+    """Which nodes the pod must or should run on."""
     pod_affinity: dict[str, Any] | None = None
+    """Pods this pod should run near, kept as given."""
     pod_anti_affinity: dict[str, Any] | None = None
+    """Pods this pod should run away from, kept as given."""
 
 
 class ContainerResourceClaim(KueueModel):
     name: StrictStr
+    """The name of one of the pod's resourceClaims."""
     request: StrictStr | None = None
+    """One request of that claim; unset means the whole claim."""
 
 
 class ResourceRequirements(KueueModel):
     limits: ResourceList | None = None
+    """The most of each resource the container may use."""
     requests: ResourceList | None = None
+    """The resources the container asks for; Kueue counts them against quota (limits stand in for
+    missing requests)."""
     claims: list[ContainerResourceClaim] | None = None
+    """The pod's resource claims (DRA) this container uses."""
 
 
 class Container(CoreModel):
@@ -152,19 +214,27 @@ class Container(CoreModel):
     )
 
     name: StrictStr
+    """The container's name, unique in the pod."""
     image: StrictStr | None = None
+    """The container image."""
     resources: ResourceRequirements | None = None
+    """The container's resource requests and limits."""
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
+    """For an init container, Always makes it a sidecar that runs for the whole life of the pod."""
 
 
 class PodResourceClaim(KueueModel):
     name: StrictStr
+    """The name of the claim within the pod."""
     resource_claim_name: StrictStr | None = None
+    """An existing ResourceClaim to use."""
     resource_claim_template_name: StrictStr | None = None
+    """A ResourceClaimTemplate from which a claim is made for the pod."""
 
 
 class PodSchedulingGate(KueueModel):
     name: StrictStr
+    """The gate's name; the pod is not scheduled while it has gates."""
 
 
 class TopologySpreadConstraint(CoreModel):
@@ -173,9 +243,13 @@ class TopologySpreadConstraint(CoreModel):
     )
 
     max_skew: Int32
+    """How unevenly the matching pods may be spread over the domains."""
     topology_key: StrictStr
+    """The node label whose values are the domains."""
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    """DoNotSchedule or ScheduleAnyway when the skew cannot be kept."""
     label_selector: LabelSelector | None = None
+    """The pods counted in the spread."""
 
 
 class PodSpec(CoreModel):
@@ -211,27 +285,46 @@ class PodSpec(CoreModel):
     )
 
     containers: list[Container]
+    """The pod's containers."""
     init_containers: list[Container] | None = None
+    """Containers that run to completion, in order, before the others start (sidecars keep
+    running)."""
     overhead: ResourceList | None = None
+    """Resources the pod uses beyond its containers (set from its RuntimeClass); counted with its
+    requests."""
     resources: ResourceRequirements | None = None
+    """Resources for the pod as a whole, shared by its containers."""
     node_selector: LabelMap | None = None
+    """Node labels the pod's node must have."""
     affinity: Affinity | None = None
+    """The pod's node and pod affinity."""
     tolerations: list[Toleration] | None = None
+    """The taints the pod tolerates."""
     resource_claims: list[PodResourceClaim] | None = None
+    """The resource claims (DRA) the pod's containers may use."""
     scheduling_gates: list[PodSchedulingGate] | None = None
+    """Gates that keep the pod from being scheduled until they are removed."""
     priority_class_name: StrictStr | None = None
+    """The PriorityClass of the pod, which Kueue also reads as the workload's priority."""
     priority: Int32 | None = None
+    """The pod's priority, set from its PriorityClass."""
     restart_policy: Literal["Always", "OnFailure", "Never"] | None = None
+    """Always, OnFailure or Never."""
     node_name: StrictStr | None = None
+    """The node the pod is bound to."""
     scheduler_name: StrictStr | None = None
+    """The scheduler that places the pod."""
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
+    """How the pod's replicas are spread over topology domains."""
 
 
 class PodTemplateSpec(CoreModel):
     other_fields = frozenset()
 
     metadata: ObjectMeta | None = None
+    """The labels and annotations the pods get."""
     spec: PodSpec
+    """The pods' spec; fields not listed here are kept as given."""
 
 
 class PodCondition(CoreModel):

@@ -19,6 +19,8 @@ class TopologyLevel(KueueModel):
     node_label: Annotated[
         str, Field(strict=True, min_length=1, max_length=316, pattern=QUALIFIED_NAME_PATTERN)
     ]
+    """The node label whose values are the domains of this level, such as a block, rack or
+    kubernetes.io/hostname label."""
 
 
 class TopologySpec(KueueModel):
@@ -48,13 +50,19 @@ class TopologySpec(KueueModel):
             ),
         },
     )
+    """The levels of the topology, coarsest first. kubernetes.io/hostname may only be the last;
+    levels can change only while it is the last level. Between 1 and 16, each listed once."""
 
 
 class Topology(KueueModel):
+    """How nodes are arranged, as levels of node labels from coarse to fine (block, rack, host), for
+    topology-aware scheduling."""
+
     api_version: KueueApiVersion = API_VERSION
     kind: Literal["Topology"] = "Topology"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: TopologySpec
+    """The levels of the topology."""
 
     def level_labels(self) -> list[str]:
         return [level.node_label for level in self.spec.levels]
@@ -67,4 +75,7 @@ class WorkloadPriorityClass(KueueModel):
     kind: Literal["WorkloadPriorityClass"] = "WorkloadPriorityClass"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     value: Int32
+    """The priority of workloads of this class; higher values go first and may preempt lower
+    ones."""
     description: Annotated[str, Field(strict=True, max_length=2048)] | None = None
+    """A free-form note on when to use this class. At most 2048 characters."""

@@ -111,6 +111,70 @@ def test_schemas_are_structural(kind: str) -> None:
             assert "additionalProperties" not in node, path
 
 
+def _undescribed(node: Any, path: str) -> Iterator[str]:
+    """Paths of the properties under `node` (through items and maps) without a description."""
+    for name, child in node.get("properties", {}).items():
+        if not str(child.get("description") or "").strip():
+            yield f"{path}.{name}"
+        yield from _undescribed(child, f"{path}.{name}")
+    if isinstance(node.get("items"), dict):
+        yield from _undescribed(node["items"], f"{path}[]")
+    if isinstance(node.get("additionalProperties"), dict):
+        yield from _undescribed(node["additionalProperties"], f"{path}{{}}")
+
+
+def test_every_property_of_every_crd_has_a_description() -> None:
+    """What `kubectl explain` shows: each kind and each of its fields says what it means
+    (the object's own metadata aside: kube-apiserver allows nothing but its type)."""
+    missing: list[str] = []
+    for kind, manifest in sorted(_manifests().items()):
+        schema = manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        if not str(schema.get("description") or "").strip():
+            missing.append(kind)
+        missing.extend(p for p in _undescribed(schema, kind) if p != f"{kind}.metadata")
+        assert schema["properties"]["metadata"] == {"type": "object"}, kind
+    assert not missing, f"{len(missing)} properties without a description:\n" + "\n".join(missing)
+
+
+def test_the_walk_finds_a_property_without_a_description() -> None:
+    schema = {
+        "description": "x",
+        "properties": {
+            "spec": {
+                "description": "s",
+                "properties": {
+                    "groups": {
+                        "description": "g",
+                        "items": {"properties": {"name": {"type": "string"}}},
+                    },
+                    "labels": {"additionalProperties": {"properties": {"v": {}}}},
+                },
+            }
+        },
+    }
+    assert list(_undescribed(schema, "K")) == [
+        "K.spec.groups[].name",
+        "K.spec.labels",
+        "K.spec.labels{}.v",
+    ]
+
+
+def test_descriptions_are_the_field_docs_as_plain_prose() -> None:
+    """A field's docstring, reflowed, is its description; a class docstring (developer notes)
+    never stands in for it, and no reST markup gets through."""
+    manifests = _manifests()
+    spec = manifests["ClusterQueue"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    fields = spec["properties"]["spec"]["properties"]
+    assert fields["namespaceSelector"]["description"].startswith(
+        "Which namespaces may send workloads to this queue"
+    )
+    assert "\n" not in fields["queueingStrategy"]["description"]
+    assert "BestEffortFIFO" in fields["queueingStrategy"]["description"]
+    for kind, manifest in manifests.items():
+        for path, node in _walk(manifest["spec"]["versions"][0]["schema"], kind):
+            assert "``" not in str(node.get("description", "")), path
+
+
 # -- kubectl ---------------------------------------------------------------------------------
 
 _DISCOVERY: dict[str, Any] = {
