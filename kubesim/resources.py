@@ -125,6 +125,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
     _builtin("", "v1", "secrets", "Secret", True),
     _builtin("", "v1", "configmaps", "ConfigMap", True, short=("cm",)),
+    _builtin("", "v1", "podtemplates", "PodTemplate", True),
     _builtin("", "v1", "events", "Event", True, short=("ev",)),
     # Served over the storage of core/v1 Events (kubesim/event_versions.py converts).
     _builtin("events.k8s.io", "v1", "events", "Event", True, short=("ev",)),

@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +24,7 @@ from kueue_api.conditions import find_condition
 from kueue_api.webhooks.server import WebhookServer
 from worker_agent.admission_checks.base import AdmissionCheckController
 from worker_agent.admission_checks.node_capacity import NodeCapacityCheck
+from worker_agent.admission_checks.provisioning import ProvisioningRequestCheck
 from worker_agent.admission_checks.runner import AdmissionCheckRunner
 from worker_agent.background import cancel_quietly
 from worker_agent.cache import Change, object_key
@@ -283,6 +284,8 @@ class _LeaderRun:
         if rt == ADMISSION_CHECKS or rt in self._check_watches:
             for key in checks.workload_keys_for(rt, change):
                 self.check_workload_runner.enqueue(key)
+            for key in checks.check_keys_for(rt):
+                self.check_runner.enqueue(key)
         if rt in (LOCAL_QUEUES, CLUSTER_QUEUES) and _spec_changed(change):
             if rt == LOCAL_QUEUES:
                 keys = self.workloads.keys_for_local_queue(change)
@@ -339,6 +342,19 @@ class _LeaderRun:
         ]
 
 
+def default_admission_checks() -> list[AdmissionCheckController]:
+    """The check controllers an agent runs unless told otherwise."""
+    return [NodeCapacityCheck(), ProvisioningRequestCheck()]
+
+
+def informed_resources(
+    integrations: Sequence[JobIntegration], checks: Sequence[AdmissionCheckController]
+) -> list[ResourceType]:
+    """Every type the agent lists and watches: the engine's, the jobs', the checks'."""
+    watched = (rt for c in checks for rt in (*c.watches, *c.activity_watches))
+    return list(dict.fromkeys([*ENGINE_RESOURCES, *(i.resource for i in integrations), *watched]))
+
+
 class Agent:
     """One worker agent against one cluster."""
 
@@ -351,16 +367,17 @@ class Agent:
         admission_checks: list[AdmissionCheckController] | None = None,
     ) -> None:
         """`admission_checks`: the check controllers this agent runs (default: the
-        `mkq.dev/node-capacity` check); checks of other controllers are left to them."""
+        `mkq.dev/node-capacity` check and Kueue's ProvisioningRequest check); checks of other
+        controllers are left to them."""
         self.config = config
         self.client = client
         self.clock = clock
         self.integrations = integrations or default_integrations()
         self.admission_checks = (
-            [NodeCapacityCheck()] if admission_checks is None else admission_checks
+            default_admission_checks() if admission_checks is None else admission_checks
         )
         self.metrics = AgentMetrics()
-        resources = [*ENGINE_RESOURCES, *(i.resource for i in self.integrations)]
+        resources = informed_resources(self.integrations, self.admission_checks)
         self.informers = InformerSet(client, resources, on_error=self._on_watch_error)
         self.writer = ObjectWriter(client, self.informers, on_api_error=self._on_api_error)
         self.recorder = EventRecorder(client, clock)

@@ -58,6 +58,9 @@ WORKLOADS = _kueue("workloads", "Workload", True)
 WORKLOAD_PRIORITY_CLASSES = _kueue("workloadpriorityclasses", "WorkloadPriorityClass", False)
 TOPOLOGIES = _kueue("topologies", "Topology", False)
 ADMISSION_CHECKS = _kueue("admissionchecks", "AdmissionCheck", False)
+PROVISIONING_REQUEST_CONFIGS = _kueue(
+    "provisioningrequestconfigs", "ProvisioningRequestConfig", False
+)
 
 NAMESPACES = ResourceType("", "v1", "namespaces", "Namespace", False)
 NODES = ResourceType("", "v1", "nodes", "Node", False)
@@ -66,6 +69,11 @@ EVENTS = ResourceType("", "v1", "events", "Event", True)
 JOBS = ResourceType("batch", "v1", "jobs", "Job", True)
 JOBSETS = ResourceType("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", True)
 LEASES = ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True)
+POD_TEMPLATES = ResourceType("", "v1", "podtemplates", "PodTemplate", True)
+# cluster-autoscaler's API, which Kueue's ProvisioningRequest admission check writes.
+PROVISIONING_REQUESTS = ResourceType(
+    "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", True
+)
 
 # Dynamic Resource Allocation: what device quotas are computed from (spec §10).
 DEVICE_CLASSES = ResourceType("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)

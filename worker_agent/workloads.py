@@ -34,6 +34,8 @@ REQUEUED = "Requeued"
 FINISHED = "Finished"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 WORKLOAD_API_VERSION = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
+PROVREQ_ANNOTATION_PREFIX = "provreq.kueue.x-k8s.io/"
+"""A job's annotations its Workload keeps: parameters of its ProvisioningRequests."""
 
 
 def is_finished(workload: JsonObject) -> bool:
@@ -110,7 +112,9 @@ def new_workload(
     priority_class: str | None,
     priority: int | None,
 ) -> JsonObject:
-    """The Workload a job gets: owned by the job, labelled with its uid."""
+    """The Workload a job gets: owned by the job, labelled with its uid, with the job's
+    ProvisioningRequest parameters (Kueue's jobframework copies `provreq.kueue.x-k8s.io/`
+    annotations, pkg/controller/jobframework/utils.go)."""
     meta = owner.get("metadata") or {}
     spec: JsonObject = {"queueName": queue_name, "podSets": pod_sets, "active": True}
     if priority_class is not None and priority is not None:
@@ -120,7 +124,7 @@ def new_workload(
             "name": priority_class,
         }
         spec["priority"] = priority
-    return {
+    workload: JsonObject = {
         "apiVersion": WORKLOAD_API_VERSION,
         "kind": "Workload",
         "metadata": {
@@ -131,6 +135,14 @@ def new_workload(
         },
         "spec": spec,
     }
+    parameters = {
+        k: v
+        for k, v in (meta.get("annotations") or {}).items()
+        if k.startswith(PROVREQ_ANNOTATION_PREFIX)
+    }
+    if parameters:
+        workload["metadata"]["annotations"] = parameters
+    return workload
 
 
 def adopt(workload: JsonObject, owner: JsonObject) -> JsonObject | None:

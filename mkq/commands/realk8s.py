@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mkq.realk8s.binaries import BuildError, ensure_control_plane
+from mkq.realk8s.binaries import BuildError, ensure_control_plane, ensure_module_files
 from mkq.realk8s.clusters import ClusterStartError, start_clusters, stop_clusters
 
 
@@ -18,14 +18,18 @@ def realk8s() -> None:
 
 @realk8s.command("build")
 def build() -> None:
-    """Build the control plane's programs from their Go modules, or find them cached."""
+    """Build the control plane's programs from their Go modules, or find them cached (and
+    fetch the CRDs the tests take from Go modules)."""
     try:
         programs = ensure_control_plane()
+        files = ensure_module_files()
     except BuildError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
     for name, path in programs.items():
         click.echo(f"{name}\t{path}")
+    for path in files:
+        click.echo(f"{path.name}\t{path}")
 
 
 @realk8s.command("up")

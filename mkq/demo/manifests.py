@@ -27,6 +27,13 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ),
         ResourceType("kueue.x-k8s.io", "v1beta2", "topologies", "Topology", False),
         ResourceType("kueue.x-k8s.io", "v1beta2", "admissionchecks", "AdmissionCheck", False),
+        ResourceType(
+            "kueue.x-k8s.io",
+            "v1beta2",
+            "provisioningrequestconfigs",
+            "ProvisioningRequestConfig",
+            False,
+        ),
         ResourceType("kueue.x-k8s.io", "v1beta2", "multikueueconfigs", "MultiKueueConfig", False),
         ResourceType("kueue.x-k8s.io", "v1beta2", "multikueueclusters", "MultiKueueCluster", False),
     )

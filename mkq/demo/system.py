@@ -184,13 +184,14 @@ def _manager_settings(database_url: str) -> ManagerSettings:
     )
 
 
-def install_crds(clusters: Iterable[RealCluster]) -> None:
-    """Kueue's CRDs into real clusters, as a user installs them (kubectl, server-side), then
-    wait until each is served."""
+def install_crds(clusters: Iterable[RealCluster], extra: Iterable[Path] = ()) -> None:
+    """Kueue's CRDs (and the `extra` CRD files) into real clusters, as a user installs them
+    (kubectl, server-side), then wait until each is served."""
+    files = [str(CRDS), *(str(path) for path in extra)]
     for cluster in clusters:
         kubectl = ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path)]
         for command in (
-            ["apply", "--server-side", "-f", str(CRDS)],
+            ["apply", "--server-side", *(f"--filename={f}" for f in files)],
             ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"],
         ):
             result = subprocess.run(

@@ -10,6 +10,7 @@ modules' source is in this repository: `go` fetches it from the module proxy.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -79,6 +80,13 @@ KUBERNETES = GoModule(
 ETCD = GoModule("etcd", "go.etcd.io/etcd/server/v3", ("go.etcd.io/etcd/server/v3",))
 KWOK = GoModule("kwok", "sigs.k8s.io/kwok", ("sigs.k8s.io/kwok/cmd/kwok",))
 CONTROL_PLANE = (ETCD, KUBERNETES, KWOK)
+# Modules whose files (CRDs) the tests install; nothing is built from them.
+AUTOSCALER_APIS = GoModule("autoscaler", "k8s.io/autoscaler/cluster-autoscaler/apis", ())
+PROVISIONING_REQUEST_CRD = (
+    AUTOSCALER_APIS,
+    "config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml",
+)
+MODULE_FILES = (PROVISIONING_REQUEST_CRD,)
 # The program names the cluster starter asks for, and the module each comes from.
 PROGRAMS = {
     "etcd": ETCD,
@@ -179,3 +187,37 @@ def ensure_control_plane() -> dict[str, Path]:
     for module in CONTROL_PLANE:
         ensure_built(module)
     return {name: build_directory(module) / name for name, module in PROGRAMS.items()}
+
+
+def module_file(module: GoModule, relative: str) -> Path:
+    """A file of a pinned module's source, fetched through the module proxy (and verified
+    against the go.sum beside its go.mod) into Go's module cache the first time."""
+    go = shutil.which("go")
+    if go is None:
+        raise BuildError(
+            f"{module.module}'s files come through Go's module proxy: install Go 1.26 or "
+            "newer (Debian: golang-go) and put `go` on PATH"
+        )
+    result = subprocess.run(
+        [go, "mod", "download", "-json", module.module],
+        cwd=module.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        directory = Path(json.loads(result.stdout)["Dir"])
+    except (ValueError, KeyError):
+        raise BuildError(
+            f"go mod download {module.module}@{module.version} (in {module.path}) failed:\n"
+            f"{(result.stderr or result.stdout)[-4000:]}"
+        ) from None
+    path = directory / relative
+    if not path.is_file():
+        raise BuildError(f"{module.module}@{module.version} has no file {relative}")
+    return path
+
+
+def ensure_module_files() -> list[Path]:
+    """Every module file the tests install, fetched or found in the module cache."""
+    return [module_file(module, relative) for module, relative in MODULE_FILES]

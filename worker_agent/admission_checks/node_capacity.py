@@ -23,7 +23,7 @@ import kueue_api as api
 from kueue_api.conditions import condition_true
 from worker_agent import workloads as wl
 from worker_agent.admission_checks import states
-from worker_agent.admission_checks.base import CheckDecision, ClusterFacts
+from worker_agent.admission_checks.base import AdmissionCheckController, CheckDecision, ClusterFacts
 from worker_agent.cache import object_key
 from worker_agent.engine.amounts import format_amount
 from worker_agent.engine.build import pod_requests
@@ -261,7 +261,7 @@ def _claims(
     return result
 
 
-class NodeCapacityCheck:
+class NodeCapacityCheck(AdmissionCheckController):
     """The `mkq.dev/node-capacity` check controller. The free room per node is recomputed
     only after a node or pod changed, and then only the changed objects are parsed again;
     each decision copies it and takes from it the room promised to other reservations."""

@@ -30,13 +30,17 @@ from worker_agent import workloads as wl
 from worker_agent.admission_checks import states
 from worker_agent.admission_checks.base import (
     AdmissionCheckController,
+    CheckAction,
     CheckDecision,
     ClusterFacts,
+    CreateObject,
+    DeleteObject,
 )
 from worker_agent.cache import Change, object_key
 from worker_agent.engine import AdmissionCheckRule, CheckState, applicable_checks, checks_message
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
+from worker_agent.kube_client import ApiError
 from worker_agent.metrics import AgentMetrics
 from worker_agent.resources import (
     ADMISSION_CHECKS,
@@ -51,7 +55,6 @@ log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
 _PENDING_CHECK_INDEX = "pending-admission-check"
-_ACTIVE_MESSAGE = "The admission check is active"
 
 
 def _pending_checks(workload: JsonObject) -> list[str]:
@@ -90,13 +93,18 @@ def _assigned_flavors(workload: JsonObject) -> set[str] | None:
 
 
 def _write_decision(
-    workload: JsonObject, name: str, decision: CheckDecision, now: datetime
+    workload: JsonObject,
+    name: str,
+    decision: CheckDecision,
+    now: datetime,
+    decided: frozenset[str] = frozenset({states.PENDING}),
 ) -> JsonObject | None:
-    """A controller's decision on a still-Pending check of a reservation still in place."""
+    """A controller's decision on a check still in a state it decides (Pending, and those the
+    controller revisits), of a reservation still in place."""
     if not wl.has_quota_reservation(workload) or wl.is_evicted(workload):
         return None
     current = states.find_check(workload, name)
-    if current is None or current.get("state") != states.PENDING:
+    if current is None or current.get("state") not in decided:
         return None
     changed = states.with_state(
         states.check_states(workload),
@@ -110,6 +118,39 @@ def _write_decision(
     if changed is None:
         return None
     return {**workload, "status": {**(workload.get("status") or {}), "admissionChecks": changed}}
+
+
+def _note_failure(
+    workload: JsonObject, name: str, message: str, now: datetime
+) -> JsonObject | None:
+    """The check's message says what could not be written (its state stays)."""
+    current = states.find_check(workload, name)
+    if current is None or current.get("message") == message:
+        return None
+    changed = states.with_state(
+        states.check_states(workload),
+        name,
+        str(current.get("state")),
+        message,
+        now,
+        list(current.get("podSetUpdates") or ()),
+    )
+    if changed is None:
+        return None
+    return {**workload, "status": {**(workload.get("status") or {}), "admissionChecks": changed}}
+
+
+def _adopt(obj: JsonObject, owner: JsonObject) -> JsonObject | None:
+    """`obj` controlled by `owner` instead of its current controller (which stays an owner
+    no longer; Kueue moves a request's pod templates to the request this way)."""
+    uid = (owner.get("metadata") or {}).get("uid")
+    refs = list((obj.get("metadata") or {}).get("ownerReferences") or ())
+    if any(r.get("uid") == uid and r.get("controller") for r in refs):
+        return None
+    kept = [r for r in refs if not r.get("controller") and r.get("uid") != uid]
+    adopted = {**obj, "metadata": {**(obj.get("metadata") or {})}}
+    adopted["metadata"]["ownerReferences"] = [*kept, wl.owner_reference(owner, controller=True)]
+    return adopted
 
 
 class AdmissionCheckRunner:
@@ -152,36 +193,48 @@ class AdmissionCheckRunner:
         """Whether a Workload change concerns admission checks (it has some, or its
         ClusterQueue has some): everything else costs nothing here."""
         workload = change.new
-        if workload is None or wl.is_finished(workload):
+        if workload is None:
             return False
         if states.check_states(workload):
-            return True
+            return True  # finished ones too: their controllers may have something to remove
+        if wl.is_finished(workload):
+            return False
         cq = self._cluster_queue_of(workload)
         return cq is not None and bool(check_rules(cq))
 
     def workload_keys_for(self, rt: ResourceType, change: Change) -> list[str]:
         """Workloads to look at again after a change of `rt`: those with a Pending check of
         a controller that watches it, or of the AdmissionCheck that changed."""
+        keys: set[str] = set()
         if rt == ADMISSION_CHECKS:
             names = [change.key]
         else:
-            names = [
-                object_key(ac)
-                for ac in self._informers.cache(ADMISSION_CHECKS).values()
-                if rt in self._watches_of(ac)
-            ]
-        keys: set[str] = set()
+            names = []
+            for ac in self._informers.cache(ADMISSION_CHECKS).values():
+                controller = self._controller_for(ac)
+                if controller is None or rt not in controller.watches:
+                    continue
+                known = controller.workload_keys_for(rt, change.new, change.old)
+                if known is None:
+                    names.append(object_key(ac))
+                else:
+                    keys.update(known)
         for name in names:
             keys.update(object_key(w) for w in self._workloads.by_index(_PENDING_CHECK_INDEX, name))
         return sorted(keys)
 
-    def _watches_of(self, check: JsonObject) -> tuple[ResourceType, ...]:
-        controller = self._controller_for(check)
-        return () if controller is None else controller.watches
+    def check_keys_for(self, rt: ResourceType) -> list[str]:
+        """AdmissionChecks whose Active condition a change of `rt` may change."""
+        keys = []
+        for ac in self._informers.cache(ADMISSION_CHECKS).values():
+            controller = self._controller_for(ac)
+            if controller is not None and rt in controller.activity_watches:
+                keys.append(object_key(ac))
+        return keys
 
     @property
     def watched(self) -> set[ResourceType]:
-        return {rt for c in self._controllers.values() for rt in c.watches}
+        return {rt for c in self._controllers.values() for rt in (*c.watches, *c.activity_watches)}
 
     def _controller_for(self, check: JsonObject | None) -> AdmissionCheckController | None:
         name = ((check or {}).get("spec") or {}).get("controllerName")
@@ -190,17 +243,25 @@ class AdmissionCheckRunner:
     # --- AdmissionChecks --------------------------------------------------------------------
 
     async def reconcile_check(self, key: str) -> float | None:
-        """Active=True on the AdmissionChecks of controllers run here."""
+        """The Active condition of the AdmissionChecks of controllers run here."""
         check = self._informers.cache(ADMISSION_CHECKS).get(key)
-        if check is None or self._controller_for(check) is None:
+        controller = self._controller_for(check)
+        if check is None or controller is None:
             return None
+        activity = controller.activity(check, self._facts)
         now = self._clock()
 
         def activate(obj: JsonObject) -> JsonObject | None:
             status = dict(obj.get("status") or {})
             generation = (obj.get("metadata") or {}).get("generation")
             if not set_condition(
-                status, "Active", True, "Active", _ACTIVE_MESSAGE, now, generation
+                status,
+                "Active",
+                activity.active,
+                activity.reason,
+                activity.message,
+                now,
+                generation,
             ):
                 return None
             return {**obj, "status": status}
@@ -212,8 +273,12 @@ class AdmissionCheckRunner:
 
     async def reconcile(self, key: str) -> float | None:
         workload = self._workloads.get(key)
-        if workload is None or wl.is_finished(workload):
+        if workload is None:
             return None
+        if wl.is_finished(workload) or wl.is_evicted(workload):
+            await self._clean_up(key, workload, self._clock())
+            if wl.is_finished(workload):
+                return None
         if (workload.get("metadata") or {}).get("deletionTimestamp"):
             return None
         cq = self._cluster_queue_of(workload)
@@ -252,24 +317,103 @@ class AdmissionCheckRunner:
         """Ask our controllers about their Pending checks; True when a state was written."""
         wrote = False
         for check in checks:
-            if check.get("state") != states.PENDING:
-                continue
             name = str(check.get("name"))
             ac = self._informers.cache(ADMISSION_CHECKS).get(name)
             controller = self._controller_for(ac)
             if controller is None or ac is None:
+                continue
+            decided = frozenset({states.PENDING, *controller.revisited_states})
+            if check.get("state") not in decided:
                 continue
             # One decision of a controller at a time, each seeing the states written before
             # it: a controller that hands out room must not promise it twice.
             async with self._locks.setdefault(controller.controller_name, asyncio.Lock()):
                 current = self._workloads.get(key) or workload
                 decision = controller.decide(current, ac, self._facts)
-                if _write_decision(current, name, decision, now) is None:
+                if decision.actions:
+                    await self._perform(key, current, name, controller, decision.actions, now)
+                if _write_decision(current, name, decision, now, decided) is None:
                     continue
-                write = functools.partial(_write_decision, name=name, decision=decision, now=now)
+                write = functools.partial(
+                    _write_decision, name=name, decision=decision, now=now, decided=decided
+                )
                 written = await self._writer.update(WORKLOADS, key, write, status=True)
                 wrote = wrote or written is not None
+                if written is not None:
+                    self._announce_state(written, name, str(check.get("state")), decision)
         return wrote
+
+    def _announce_state(
+        self, workload: JsonObject, name: str, before: str, decision: CheckDecision
+    ) -> None:
+        """Kueue's AdmissionCheckUpdated event when a controller here moved a check."""
+        if before == decision.state:
+            return
+        message = f"Admission check {name} updated state from {before} to {decision.state}"
+        if decision.message:
+            message += f" with message: {decision.message}"
+        self._recorder.normal(workload, "AdmissionCheckUpdated", message)
+
+    async def _perform(
+        self,
+        key: str,
+        workload: JsonObject,
+        check: str,
+        controller: AdmissionCheckController,
+        actions: Sequence[CheckAction],
+        now: datetime,
+    ) -> None:
+        """Do a decision's actions in order. A create that fails is reported on the check
+        (Kueue's "Error creating ..." message and FailedCreate event) and raised, so the
+        Workload is reconciled again after a backoff; nothing after it is done."""
+        for action in actions:
+            touched = [action.rt, *(rt for rt, _ in getattr(action, "adopts", ()))]
+            if any(rt not in controller.writes for rt in touched):
+                raise ValueError(
+                    f"{controller.controller_name} acts on {action.rt}, which its `writes` "
+                    "(what the agent's RBAC grants it) does not name"
+                )
+            if isinstance(action, DeleteObject):
+                await self._writer.delete(action.rt, action.key)
+                continue
+            try:
+                created, new = await self._create(action)
+            except ApiError as error:
+                name = (action.body.get("metadata") or {}).get("name")
+                message = f'Error creating {action.rt.kind} "{name}": {error.message}'
+                self._recorder.warning(workload, "FailedCreate", message)
+                note = functools.partial(_note_failure, name=check, message=message, now=now)
+                await self._writer.update(WORKLOADS, key, note, status=True)
+                raise
+            if new and action.announce:
+                name = (created.get("metadata") or {}).get("name")
+                self._recorder.normal(
+                    workload, action.announce, f'Created {action.rt.kind}: "{name}"'
+                )
+            for rt, adopted in action.adopts:
+                await self._writer.update(rt, adopted, functools.partial(_adopt, owner=created))
+
+    async def _create(self, action: CreateObject) -> tuple[JsonObject, bool]:
+        """The object, and whether this call created it (it may be there from before)."""
+        try:
+            return await self._writer.create(action.rt, action.body), True
+        except ApiError as error:
+            if error.status != 409:
+                raise
+        meta = action.body.get("metadata") or {}
+        name, namespace = str(meta.get("name")), meta.get("namespace")
+        return await self._writer.client.get(action.rt, name, namespace), False
+
+    async def _clean_up(self, key: str, workload: JsonObject, now: datetime) -> None:
+        """What the controllers of a finished or evicted Workload's checks want removed."""
+        for check in states.check_states(workload):
+            name = str(check.get("name"))
+            controller = self._controller_for(self._informers.cache(ADMISSION_CHECKS).get(name))
+            if controller is None:
+                continue
+            actions = controller.cleanup(workload, self._facts)
+            if actions:
+                await self._perform(key, workload, name, controller, actions, now)
 
     async def _sync_admitted(self, key: str, workload: JsonObject, now: datetime) -> None:
         """Admitted=True once every check is Ready, Admitted=False (UnsatisfiedAdmissionChecks)

@@ -380,12 +380,14 @@ class GenericCalls:
 
 def generic_api_calls(package: str) -> GenericCalls:
     """Calls on the agent's KubeClient and ObjectWriter whose ResourceType is a constant."""
+    from worker_agent.agent import default_admission_checks
     from worker_agent.integrations import default_integrations
     from worker_agent.resources import ResourceType
 
     modules = [m for m in load_modules(package) if ".engine" not in m.name]
     resolver = Resolver(modules)
     integration_types = {i.resource for i in default_integrations()}
+    check_writes = {rt for c in default_admission_checks() for rt in c.writes}
     calls: list[ApiCall] = []
     unresolved: list[str] = []
     for module in modules:
@@ -409,6 +411,9 @@ def generic_api_calls(package: str) -> GenericCalls:
             if values is None and ast.unparse(node.args[0]) == "self.rt":
                 # A JobController acts on its integration's type (Job, JobSet...).
                 values = set(integration_types)
+            if values is None and module.name == "worker_agent.admission_checks.runner":
+                # A check controller's actions, on what it declares it `writes`.
+                values = set(check_writes)
             if values is None:
                 unresolved.append(where)
                 continue
@@ -449,10 +454,10 @@ def _subresources(
 
 def informer_calls() -> list[ApiCall]:
     """The agent lists and watches every type its InformerSet is built with."""
-    from worker_agent.agent import ENGINE_RESOURCES
+    from worker_agent.agent import default_admission_checks, informed_resources
     from worker_agent.integrations import default_integrations
 
-    types = [*ENGINE_RESOURCES, *(i.resource for i in default_integrations())]
+    types = informed_resources(default_integrations(), default_admission_checks())
     return [
         ApiCall(rt.group, rt.plural, verb, "worker_agent/agent.py: InformerSet")
         for rt in types

@@ -12,105 +12,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-import tempfile
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from kubesim import JOBSET_CRD, ClusterSpec, run_clusters
 from kueue_api.webhooks.configurations import MUTATING_NAME
-from mkq.demo.system import agent_webhooks
-from worker_agent.agent import Agent, AgentConfig
+from tests.one_cluster import (
+    BACKENDS,
+    EXAMPLES,
+    agent_for,
+    cluster,
+    create_all,
+    documents,
+    eventually,
+    free_port,
+    webhooks_answer,
+)
 from worker_agent.kube_client import ApiError, KubeClient
-from worker_agent.resources import CLUSTER_QUEUES, JOBS, PODS, WORKLOADS, ResourceType
+from worker_agent.resources import CLUSTER_QUEUES, JOBS, PODS, WORKLOADS
 from worker_agent.webhooks import MUTATING
-
-ROOT = Path(__file__).resolve().parents[3]
-EXAMPLES = ROOT.parent / "shared" / "kueue-examples"
-CRDS = ROOT / "deploy" / "crds"
-NAMESPACES = ResourceType("", "v1", "namespaces", "Namespace", False)
 
 pytestmark = pytest.mark.timeout(240)
 
 
-def documents(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def eventually(check: Callable[[], Any], within: float = 60.0, what: str = "") -> Any:
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        value = await check()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {within}s: {what}; last: {value!r}")
-        await asyncio.sleep(0.2)
-
-
-@contextlib.asynccontextmanager
-async def cluster(backend: str) -> AsyncIterator[Path]:
-    """A cluster with Kueue's CRDs and JobSet's; yields its kubeconfig file."""
-    if backend == "kubesim":
-        with tempfile.TemporaryDirectory() as scratch:
-            spec = ClusterSpec(
-                name="webhooks",
-                crds=[*sorted(CRDS.glob("*.yaml")), JOBSET_CRD],
-                kubeconfig_dir=scratch,
-            )
-            async with run_clusters([spec]) as (running,):
-                yield running.kubeconfig_path
-        return
-    from mkq.demo.system import install_crds
-    from tests.realk8s import real_clusters
-
-    real = real_clusters(("webhooks",))["webhooks"]
-    await asyncio.to_thread(install_crds, [real])
-    yield real.kubeconfig_path
-
-
-async def create_all(client: KubeClient, objects: list[dict[str, Any]]) -> None:
-    from mkq.demo.manifests import create
-
-    for obj in objects:
-        await create(client, obj)
-
-
-def agent_for(client: KubeClient, port: int) -> Agent:
-    config = AgentConfig(
-        cluster_name="webhooks",
-        leader_elect=False,
-        report_interval=0.5,
-        webhook=agent_webhooks(port),
-    )
-    return Agent(config, client)
-
-
-async def webhooks_answer(client: KubeClient) -> bool:
-    """The API server calls the webhook: a server-side dry run of a queued Job comes back
-    suspended (dry runs call webhooks whose sideEffects are None)."""
-    probe = documents(EXAMPLES / "getting-started" / "quick-start-job.yaml")[0]
-    probe["metadata"]["name"] = "probe"
-    try:
-        made = await client.request(
-            "POST", JOBS.collection_path("default"), {"dryRun": "All"}, body=probe
-        )
-    except ApiError:
-        return False
-    return bool((made.get("spec") or {}).get("suspend"))
-
-
-@pytest.fixture(params=["kubesim", "real"])
+@pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -132,7 +57,7 @@ async def pods_of(client: KubeClient, job_name: str) -> list[dict[str, Any]]:
 
 
 async def test_kueue_examples_are_queued_at_creation(backend: str) -> None:
-    async with cluster(backend) as kubeconfig:
+    async with cluster(backend, "webhooks") as kubeconfig:
         client = await KubeClient.from_kubeconfig(str(kubeconfig))
         try:
             await _examples_queued(client)
@@ -143,7 +68,7 @@ async def test_kueue_examples_are_queued_at_creation(backend: str) -> None:
 
 async def _examples_queued(client: KubeClient) -> None:
     port = free_port()
-    agent = agent_for(client, port)
+    agent = agent_for(client, port, "webhooks")
     try:
         await create_all(
             client,

@@ -1,0 +1,99 @@
+"""One cluster with the agent and its webhooks, on kubesim or on a real kube-apiserver
+(mkq/realk8s), for tests that run a user's Kueue YAML against both."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import tempfile
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubesim import JOBSET_CRD, ClusterSpec, run_clusters
+from mkq.demo.system import agent_webhooks
+from worker_agent.agent import Agent, AgentConfig
+from worker_agent.kube_client import ApiError, KubeClient
+from worker_agent.resources import JOBS
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT.parent / "shared" / "kueue-examples"
+CRDS = ROOT / "deploy" / "crds"
+BACKENDS = ("kubesim", "real")
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def eventually(check: Callable[[], Any], within: float = 60.0, what: str = "") -> Any:
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        value = await check()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {within}s: {what}; last: {value!r}")
+        await asyncio.sleep(0.2)
+
+
+@contextlib.asynccontextmanager
+async def cluster(backend: str, name: str, extra_crds: Sequence[Path] = ()) -> AsyncIterator[Path]:
+    """A cluster with Kueue's CRDs, JobSet's and `extra_crds`; yields its kubeconfig file.
+    A real one is started once per session and group `name` (tests/realk8s.py)."""
+    if backend == "kubesim":
+        with tempfile.TemporaryDirectory() as scratch:
+            spec = ClusterSpec(
+                name=name,
+                crds=[*sorted(CRDS.glob("*.yaml")), JOBSET_CRD, *extra_crds],
+                kubeconfig_dir=scratch,
+            )
+            async with run_clusters([spec]) as (running,):
+                yield running.kubeconfig_path
+        return
+    from mkq.demo.system import install_crds
+    from tests.realk8s import real_clusters
+
+    real = real_clusters((name,))[name]
+    await asyncio.to_thread(install_crds, [real], extra_crds)
+    yield real.kubeconfig_path
+
+
+async def create_all(client: KubeClient, objects: list[dict[str, Any]]) -> None:
+    from mkq.demo.manifests import create
+
+    for obj in objects:
+        await create(client, obj)
+
+
+def agent_for(client: KubeClient, port: int, cluster_name: str) -> Agent:
+    config = AgentConfig(
+        cluster_name=cluster_name,
+        leader_elect=False,
+        report_interval=0.5,
+        webhook=agent_webhooks(port),
+    )
+    return Agent(config, client)
+
+
+async def webhooks_answer(client: KubeClient) -> bool:
+    """The API server calls the webhook: a server-side dry run of a queued Job comes back
+    suspended (dry runs call webhooks whose sideEffects are None)."""
+    probe = documents(EXAMPLES / "getting-started" / "quick-start-job.yaml")[0]
+    probe["metadata"]["name"] = "probe"
+    try:
+        made = await client.request(
+            "POST", JOBS.collection_path("default"), {"dryRun": "All"}, body=probe
+        )
+    except ApiError:
+        return False
+    return bool((made.get("spec") or {}).get("suspend"))
