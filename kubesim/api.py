@@ -631,7 +631,7 @@ class Api:
                 )
             else:
                 strategies.default_on_update(rt, obj)
-            strategies.raise_if(strategies.validate(rt, obj), rt, name)
+            strategies.raise_if(strategies.validate(rt, obj, current), rt, name)
             strategies.raise_if(strategies.validate_update(rt, obj, current), rt, name)
         current_meta = current["metadata"]
         if current_meta.get("deletionTimestamp"):

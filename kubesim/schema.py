@@ -11,6 +11,7 @@ validation_rules.py.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -260,25 +261,54 @@ def _validate_array(
             if stored_items and isinstance(item, dict):
                 before = stored_items.get(_map_identity(item, keys), UNSTORED)
             validate(items, item, f"{path}[{index}]", errors, before)
+    # k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype/validation.go: the second
+    # occurrence of a repeated item (of a repeated key, in a map list) is reported, once per
+    # value; a map list's duplicate is shown by its keys, as an object.
     if schema.get("x-kubernetes-list-type") == "map":
-        seen: set[tuple[Any, ...]] = set()
+        single = len(keys) == 1
+        counted: dict[str, int] = {}
         for index, item in enumerate(value):
-            if isinstance(item, dict):
-                identity = _map_identity(item, keys)
-                if identity in seen:
-                    errors.append(
-                        (
-                            f"{path}[{index}]",
-                            f"Duplicate value: {_show(item.get(keys[0]) if keys else item)}",
-                        )
-                    )
-                seen.add(identity)
+            if item is not None and not isinstance(item, dict):
+                continue
+            present = item or {}
+            key = {k: present[k] for k in keys if k in present}
+            identity = json.dumps(key, sort_keys=True) if not single else _set_identity(key)
+            counted[identity] = counted.get(identity, 0) + 1
+            if counted[identity] == 2:
+                errors.append((f"{path}[{index}]", f"Duplicate value: {_go_json(key)}"))
     elif schema.get("x-kubernetes-list-type") == "set":
-        seen_values: list[Any] = []
+        occurrences: dict[str, int] = {}
         for index, item in enumerate(value):
-            if item in seen_values:
-                errors.append((f"{path}[{index}]", f"Duplicate value: {_show(item)}"))
-            seen_values.append(item)
+            identity = _set_identity(item)
+            occurrences[identity] = occurrences.get(identity, 0) + 1
+            if occurrences[identity] == 2:
+                errors.append((f"{path}[{index}]", f"Duplicate value: {_bad_value(item)}"))
+
+
+def _set_identity(item: Any) -> str:
+    """Items equal as validateListSet compares them: compounds by their JSON, scalars by type
+    and value (1 and 1.0 differ)."""
+    if isinstance(item, (dict, list)):
+        return "json:" + json.dumps(item, sort_keys=True)
+    return f"{type(item).__name__}:{item!r}"
+
+
+def _go_json(value: Any) -> str:
+    """encoding/json's text (sorted keys, HTML-sensitive characters escaped)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _bad_value(value: Any) -> str:
+    """A bad value as field.Error shows it: strings quoted, numbers and booleans as they are,
+    anything else as JSON."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return _go_json(value)
 
 
 def _map_identity(item: dict[str, Any], keys: list[str]) -> tuple[str, ...]:

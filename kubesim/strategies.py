@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kueue_api.cel.crd_checks import crd_rule_errors
 from kueue_api.jsoncopy import json_copy
 
 from . import webhook_configs
@@ -268,7 +269,8 @@ def _default_crd(obj: Obj) -> None:
 # ---- validation ----------------------------------------------------------------------------
 
 
-def validate(resource_type: ResourceType, obj: Obj) -> Causes:
+def validate(resource_type: ResourceType, obj: Obj, old: Obj | None = None) -> Causes:
+    """The object's errors; `old` is the stored object on an update."""
     kind = resource_type.group, resource_type.kind
     causes = validate_metadata(obj)
     spec = obj.get("spec")
@@ -278,6 +280,8 @@ def validate(resource_type: ResourceType, obj: Obj) -> Causes:
         causes += _validate_job(obj)
     elif kind == ("apiextensions.k8s.io", "CustomResourceDefinition"):
         causes += _validate_crd(obj)
+        # The CEL rules compile and fit the cost limits (kueue_api/cel/crd_checks.py).
+        causes += crd_rule_errors(obj, old)
     elif resource_type.key in webhook_configs.KEYS:
         causes += webhook_configs.validate(obj)
     return causes

@@ -19,15 +19,32 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import partial
 from typing import Any, Final
 
+from kueue_api.cel.cost import Shape, estimate, fit, parsed, schema_shape
 from kueue_api.cel.errors import CELCompileError, CELEvalError
-from kueue_api.cel.programs import Bindings, Program, bind, compile_program, references
+from kueue_api.cel.escaping import escaped
+from kueue_api.cel.programs import (
+    Bindings,
+    Program,
+    bind,
+    compile_program,
+    evaluate_subexpression,
+    references,
+)
+from kueue_api.cel.syntax import Expr
 
-__all__ = ["RuleError", "RuleResult", "check_rules", "has_rules"]
+__all__ = [
+    "PER_CALL_LIMIT",
+    "RUNTIME_BUDGET",
+    "RuleError",
+    "RuleResult",
+    "check_rules",
+    "has_rules",
+]
 
 Schema = Mapping[str, Any]
 
@@ -39,6 +56,25 @@ _OPTIONAL_WRAPPER: Final = (
     "cel.bind(oldSelf, oldSelf__present ? optional.of(oldSelf__value) : optional.none(), ({}))"
 )
 _MAX_MESSAGE: Final = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
+# k8s.io/apiserver/pkg/apis/cel/config.go: the cost one evaluation may reach, and what all the
+# rules evaluated on one write may spend together.
+PER_CALL_LIMIT: Final = 1_000_000
+RUNTIME_BUDGET: Final = 10_000_000
+_OUT_OF_BUDGET: Final = (
+    "validation failed due to running out of cost budget, no further validation rules will be run"
+)
+_CALL_LIMIT: Final = (
+    "'operation cancelled: actual cost limit exceeded': no further validation rules will be "
+    "run due to call cost exceeds limit for rule: {rule}"
+)
+_MESSAGE_OUT_OF_BUDGET: Final = (
+    "messageExpression evaluation failed due to running out of cost budget, no further "
+    "validation rules will be run"
+)
+_MESSAGE_CALL_LIMIT: Final = (
+    "no further validation rules will be run due to call cost exceeds limit for "
+    "messageExpression: {expression}"
+)
 _OVERLOAD_TEXT: Final = (
     "'{error}': call arguments did not match a supported operator, function or macro "
     "signature for rule: {rule}"
@@ -76,6 +112,11 @@ class _Rule:
     program: Program | None
     message_program: Program | None
     compile_error: str
+    # A bound on what one evaluation of the rule (of its messageExpression) costs, whatever the
+    # value (the schema's sizes): when the bounds fit in the budget, no cost is computed.
+    bound: int
+    message_bound: int
+    message_expression: str
 
     @property
     def error_string(self) -> str:
@@ -99,6 +140,8 @@ class _Node:
     schema: Schema
     # A rule at or below this node names oldSelf: an unchanged value still needs a look.
     transitions: bool
+    # What rules see at this node, for their cost on a value (cost.py).
+    shape: Shape | None
 
 
 # id(schema) -> (schema, tree): the schema is kept so its id is never reused while cached.
@@ -141,7 +184,9 @@ def _node(schema: Schema, resource_root: bool = False) -> _Node | None:
         for branch in schema.get("allOf") or ()
         if (node := _node({**schema, **branch, "allOf": []}, resource_root)) is not None
     )
-    rules = tuple(_compile(rule, schema) for rule in schema.get("x-kubernetes-validations") or ())
+    declared = schema.get("x-kubernetes-validations") or ()
+    bound_shape = schema_shape(schema, resource_root, scalar=1) if declared else None
+    rules = tuple(_compile(rule, schema, bound_shape) for rule in declared)
     if not (rules or properties or items or additional or all_of):
         return None
     return _Node(
@@ -159,11 +204,23 @@ def _node(schema: Schema, resource_root: bool = False) -> _Node | None:
         schema=schema,
         transitions=any(rule.uses_old_self for rule in rules)
         or any(c.transitions for c in (*properties.values(), items, additional, *all_of) if c),
+        shape=bound_shape,
     )
 
 
-def _compile(rule: Mapping[str, Any], schema: Schema) -> _Rule:
+def _bound(expression: str, shape: Shape | None) -> int:
+    """The most an expression can cost on values of `shape` (0 when it does not parse)."""
+    if not expression.strip():
+        return 0
+    try:
+        return estimate(parsed(expression), {"self": shape, "oldSelf": shape})[1]
+    except CELCompileError:
+        return 0
+
+
+def _compile(rule: Mapping[str, Any], schema: Schema, shape: Shape | None) -> _Rule:
     text = str(rule.get("rule") or "")
+    message_expression = str(rule.get("messageExpression") or "")
     optional = bool(rule.get("optionalOldSelf"))
     uses_old_self = "oldSelf" in references(text)
     program: Program | None = None
@@ -189,6 +246,9 @@ def _compile(rule: Mapping[str, Any], schema: Schema) -> _Rule:
         program=program,
         message_program=message_program,
         compile_error=error,
+        bound=_bound(text, shape) if not error else 0,
+        message_bound=_bound(message_expression, shape) if message_program else 0,
+        message_expression=message_expression,
     )
 
 
@@ -219,12 +279,42 @@ def _normalized_field_path(path: str, schema: Schema) -> str:
 
 
 def check_rules(schema: Schema | None, obj: Any, old: Any = _ABSENT) -> RuleResult:
-    """Every rule of `schema` on `obj`, with `old` the stored object on an update."""
-    result = RuleResult()
+    """Every rule of `schema` on `obj`, with `old` the stored object on an update, within
+    kube-apiserver's cost limits (`RUNTIME_BUDGET` for all the rules, `PER_CALL_LIMIT` for one
+    evaluation).
+
+    cel-go tracks what each evaluation costs; the runtime here does not, so each evaluation is
+    charged its bound (cost.py). A first pass charges every rule the bound its schema allows,
+    computed once: nearly always all of them fit, and the result stands. When they do not, the
+    rules are run again, each charged its bound for the values at hand (their actual sizes),
+    and a rule that cannot fit is not evaluated but reported as kube-apiserver reports it."""
     tree = _tree(schema) if schema else None
-    if tree is not None:
-        _validate(tree, "", obj, old, old is not _ABSENT and obj == old, result)
+    if tree is None:
+        return RuleResult()
+    unchanged = old is not _ABSENT and obj == old
+    result = RuleResult()
+    budget = _Budget(RUNTIME_BUDGET, exact=False)
+    _validate(tree, "", obj, old, unchanged, result, budget)
+    if budget.tripped:
+        result = RuleResult()
+        _validate(tree, "", obj, old, unchanged, result, _Budget(RUNTIME_BUDGET, exact=True))
     return result
+
+
+@dataclass(slots=True)
+class _Budget:
+    """What is left to spend on one write's rules. `exact` charges each evaluation its bound
+    for the values at hand; otherwise the schema's bound, and a charge that does not fit
+    `trips` the budget (check_rules runs the rules again, exactly)."""
+
+    remaining: int
+    exact: bool
+    tripped: bool = False
+    stopped: bool = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.remaining = -1
 
 
 def _child(path: str, name: str) -> str:
@@ -232,20 +322,30 @@ def _child(path: str, name: str) -> str:
 
 
 def _validate(
-    node: _Node, path: str, value: Any, old: Any, unchanged: bool, out: RuleResult
+    node: _Node,
+    path: str,
+    value: Any,
+    old: Any,
+    unchanged: bool,
+    out: RuleResult,
+    budget: _Budget,
 ) -> None:
-    if value is None or (unchanged and not node.transitions):
+    if budget.stopped or value is None or (unchanged and not node.transitions):
         # Ratcheting would only turn the failures of an unchanged value into warnings: they
         # are not looked for (kube-apiserver evaluates them and sends the warnings).
         return
     if node.rules:
-        _run_rules(node, path, value, old, unchanged, out)
+        _run_rules(node, path, value, old, unchanged, out, budget)
     for branch in node.all_of:
-        _run_rules(branch, path, value, old, False, out)
+        if budget.stopped:
+            return
+        _run_rules(branch, path, value, old, False, out, budget)
     if isinstance(value, dict):
         old_map = old if isinstance(old, dict) and node.correlatable_map else {}
         declared = node.schema.get("properties") or {}
         for name, item in value.items():
+            if budget.stopped:
+                return
             if name in declared:
                 sub, where = node.properties.get(name), _child(path, name)
             else:
@@ -253,17 +353,20 @@ def _validate(
             if sub is None:
                 continue
             before = old_map.get(name, _ABSENT)
-            _validate(sub, where, item, before, before is not _ABSENT and item == before, out)
+            same = before is not _ABSENT and item == before
+            _validate(sub, where, item, before, same, out, budget)
     elif isinstance(value, list) and node.items is not None:
         old_items = _correlated_items(node, old)
         for index, item in enumerate(value):
+            if budget.stopped:
+                return
             before = _ABSENT
             if old_items is not None and isinstance(item, dict):
                 before = old_items.get(_identity(item, node.map_keys), _ABSENT)
             # An item with no correlated old value ratchets with its list (the nearest
             # correlatable ancestor).
             same = unchanged if old_items is None else before is not _ABSENT and item == before
-            _validate(node.items, f"{path}[{index}]", item, before, same, out)
+            _validate(node.items, f"{path}[{index}]", item, before, same, out, budget)
 
 
 def _identity(item: Mapping[str, Any], keys: Sequence[str]) -> tuple[str, ...]:
@@ -276,11 +379,81 @@ def _correlated_items(node: _Node, old: Any) -> dict[tuple[str, ...], Any] | Non
     return {_identity(item, node.map_keys): item for item in old if isinstance(item, dict)}
 
 
+@dataclass(slots=True)
+class _Charges:
+    """What one node's rules cost on its values (exact charges only): the node's shape fitted
+    to the values on first use, and the runtime at hand to tell which side of a `||`, `&&`
+    or `?:` an evaluation takes."""
+
+    node: _Node
+    this: Any
+    previous: Any
+    has_old: bool
+    fitted: dict[str, Shape | None] | None = None
+    bound: Bindings | None = None
+
+    def of(self, expression: str, optional_old_self: bool = False) -> int:
+        if self.fitted is None:
+            shape = self.node.shape
+            before = fit(shape, self.previous) if self.has_old else _empty(shape)
+            self.fitted = {"self": fit(shape, self.this), "oldSelf": before}
+        try:
+            tree = parsed(expression)
+        except CELCompileError:
+            return 0
+        evaluate = None if optional_old_self else self.evaluate
+        return estimate(tree, self.fitted, evaluate)[1]
+
+    def evaluate(self, expr: Expr) -> Any:
+        if self.bound is None:
+            self.bound = bind({"self": self.this, "oldSelf": self.previous})
+        return evaluate_subexpression(expr, self.bound)
+
+
+def _empty(shape: Shape | None) -> Shape | None:
+    return None if shape is None else Shape(shape.kind, 0, shape.min_serialized)
+
+
+def _spend(budget: _Budget, bound: int, exact: Callable[[], int]) -> str:
+    """Charges one evaluation: "" when it may run, else why it may not ("budget" or "call").
+    A first-pass charge that does not fit trips the budget and stops the pass."""
+    if not budget.exact:
+        if bound > PER_CALL_LIMIT or bound > budget.remaining:
+            budget.tripped = True
+            budget.stop()
+            return "tripped"
+        budget.remaining -= bound
+        return ""
+    charge = exact()
+    if charge > PER_CALL_LIMIT:
+        # cel-go cancels the evaluation as soon as its cost passes the limit.
+        return "budget" if budget.remaining <= PER_CALL_LIMIT else "call"
+    if charge > budget.remaining:
+        return "budget"
+    budget.remaining -= charge
+    return ""
+
+
 def _run_rules(
-    node: _Node, path: str, value: Any, old: Any, unchanged: bool, out: RuleResult
+    node: _Node,
+    path: str,
+    value: Any,
+    old: Any,
+    unchanged: bool,
+    out: RuleResult,
+    budget: _Budget,
 ) -> None:
+    if budget.remaining <= 0:
+        if budget.exact:
+            out.errors.append(_invalid(path, node.type, _OUT_OF_BUDGET))
+            budget.stop()
+        else:
+            budget.tripped = True
+            budget.stop()
+        return
     this = cel_value(value, node.schema, node.resource_root)
     previous = cel_value(old, node.schema, node.resource_root) if old is not _ABSENT else None
+    charges = _Charges(node, this, previous, old is not _ABSENT)
     # The values are handed to the runtime once per node, for all its rules.
     plain: Bindings | None = None
     optional: Bindings | None = None
@@ -294,6 +467,16 @@ def _run_rules(
             continue
         if rule.uses_old_self and old is _ABSENT and not rule.optional_old_self:
             continue
+        optional_old_self = rule.optional_old_self and rule.uses_old_self
+        refused = _spend(budget, rule.bound, partial(charges.of, rule.rule, optional_old_self))
+        if refused:
+            if refused == "budget":
+                out.errors.append(_invalid(path, node.type, _OUT_OF_BUDGET))
+            elif refused == "call":
+                text = _CALL_LIMIT.format(rule=rule.error_string)
+                out.errors.append(_invalid(path, node.type, text))
+            budget.stop()
+            return
         if rule.optional_old_self and rule.uses_old_self:
             if optional is None:
                 optional = bind(
@@ -321,10 +504,33 @@ def _run_rules(
         if passed:
             continue
         where = _child(path, rule.field_path) if rule.field_path else path
+        ratchets = unchanged and not rule.uses_old_self
+        if rule.message_program is not None:
+            refused = _spend(
+                budget,
+                rule.message_bound,
+                partial(charges.of, rule.message_expression),
+            )
+            if refused:
+                if refused != "tripped":
+                    detail = (
+                        _MESSAGE_OUT_OF_BUDGET
+                        if refused == "budget"
+                        else _MESSAGE_CALL_LIMIT.format(
+                            expression=json.dumps(rule.message_expression)
+                        )
+                    )
+                    limited = _invalid(where, node.type, detail)
+                    if ratchets:
+                        out.warnings.append(str(limited))
+                    else:
+                        out.errors.append(limited)
+                budget.stop()
+                return
         if plain is None:
             plain = bind({"self": this, "oldSelf": previous})
         failure = RuleError(where, _failure_body(rule, node.type, value, plain))
-        if unchanged and not rule.uses_old_self:
+        if ratchets:
             out.warnings.append(str(failure))
         else:
             out.errors.append(failure)
@@ -367,49 +573,6 @@ def _show(value: Any) -> str:
 
 # --- the values rules see (model.UnstructuredToVal) ----------------------------------------
 
-# CEL keywords and reserved words a property name is escaped from (k8s.io/apiserver/pkg/cel/
-# escaping.go): `self.__namespace__` reads the property `namespace`.
-_RESERVED: Final = frozenset(
-    [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ]
-)
-_ESCAPES: Final = (
-    ("__", "__underscores__"),
-    (".", "__dot__"),
-    ("-", "__dash__"),
-    ("/", "__slash__"),
-)
-
-
-@lru_cache(maxsize=4096)
-def _escaped(name: str) -> str:
-    if name in _RESERVED:
-        return f"__{name}__"
-    for plain, escape in _ESCAPES:
-        name = name.replace(plain, escape)
-    return name
-
 
 # id(schema) -> (schema, whether values under it reach CEL as they are).
 _PLAIN: dict[int, tuple[Schema, bool]] = {}
@@ -427,7 +590,7 @@ def _is_plain(schema: Schema) -> bool:
     if schema.get("type") == "number" or schema.get("x-kubernetes-embedded-resource"):
         return False
     properties = schema.get("properties") or {}
-    if any(_escaped(name) != name for name in properties):
+    if any(escaped(name) != name for name in properties):
         return False
     subs = [*properties.values(), schema.get("items"), schema.get("additionalProperties")]
     return all(_plain(sub) for sub in subs if isinstance(sub, Mapping))
@@ -441,7 +604,7 @@ def cel_value(value: Any, schema: Schema, resource_root: bool = False) -> Any:
     if resource_root and isinstance(value, dict):
         properties = schema.get("properties") or {}
         converted = {
-            _escaped(k): v if k == "metadata" else cel_value(v, properties.get(k) or {})
+            escaped(k): v if k == "metadata" else cel_value(v, properties.get(k) or {})
             for k, v in value.items()
         }
         if isinstance(value.get("metadata"), dict):
@@ -459,7 +622,7 @@ def cel_value(value: Any, schema: Schema, resource_root: bool = False) -> Any:
         properties = schema.get("properties")
         if properties:
             return {
-                _escaped(k): cel_value(v, sub) if (sub := properties.get(k)) else v
+                escaped(k): cel_value(v, sub) if (sub := properties.get(k)) else v
                 for k, v in value.items()
             }
         additional = schema.get("additionalProperties")

@@ -16,8 +16,16 @@ from cel_expr_python import cel
 
 from kueue_api.cel.environment import environment
 from kueue_api.cel.errors import CELCompileError, CELEvalError, go_wording
+from kueue_api.cel.syntax import Expr, serialized
 
-__all__ = ["Bindings", "Program", "bind", "compile_program", "references"]
+__all__ = [
+    "Bindings",
+    "Program",
+    "bind",
+    "compile_program",
+    "evaluate_subexpression",
+    "references",
+]
 
 _ERROR: Final = cel.Type.ERROR
 _STRING_LITERAL: Final = re.compile(
@@ -59,11 +67,18 @@ class Program:
 
     def evaluate(self, variables: Mapping[str, Any] | Bindings) -> Any:
         """The expression's value, as Python values (messages for quantities and versions);
-        CELEvalError with cel-go's wording when evaluation fails."""
-        if isinstance(variables, Bindings):
-            result = self.compiled.eval(variables.activation)
-        else:
-            result = self.compiled.eval(data=dict(variables))
+        CELEvalError with cel-go's wording when evaluation fails.
+
+        The runtime stops an evaluation whose comprehensions iterate 10,000 times in all (its
+        fixed iteration budget, which Python cannot change): that is an evaluation error here
+        (ITERATION_BUDGET), where cel-go goes on within its cost limit."""
+        try:
+            if isinstance(variables, Bindings):
+                result = self.compiled.eval(variables.activation)
+            else:
+                result = self.compiled.eval(data=dict(variables))
+        except RuntimeError as error:
+            raise CELEvalError(go_wording(str(error))) from None
         if result.type() == _ERROR:
             raise CELEvalError(go_wording(str(result.value())))
         return result.plain_value()
@@ -100,3 +115,16 @@ def compile_program(expression: str, variables: frozenset[str]) -> Program:
             raise CELCompileError(go_wording(text)) from None
         compiled = env.compile(expression, disable_check=True)
     return Program(expression, variables, compiled, compiled.return_type().name())
+
+
+def evaluate_subexpression(expr: Expr, variables: Bindings) -> Any:
+    """The value of one node of a parsed expression (cost.py's syntax tree), evaluated by
+    the runtime unchecked; CELEvalError when it fails."""
+    program = environment(variables.variables).deserialize(serialized(expr))
+    try:
+        result = program.eval(variables.activation)
+    except RuntimeError as error:
+        raise CELEvalError(go_wording(str(error))) from None
+    if result.type() == _ERROR:
+        raise CELEvalError(go_wording(str(result.value())))
+    return result.plain_value()

@@ -7,7 +7,7 @@ kept as-is so a Job or Pod survives load -> dump unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -64,8 +64,7 @@ TAINT_EFFECT_RULE: Final = (
 TOLERATION_RULES: Final = (
     (
         "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
-        "operator must be Exists when 'key' is empty, which means 'match all values and all "
-        "keys'",
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'",
     ),
     (
         "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",

@@ -25,7 +25,7 @@ from kueue_api.models.base import (
     list_map,
     list_set,
 )
-from kueue_api.models.core import Taint, Toleration
+from kueue_api.models.core import TAINT_EFFECT_RULE, TOLERATION_RULES, Taint, Toleration
 from kueue_api.models.meta import Condition, LabelSelector, ObjectMeta
 
 __all__ = [
@@ -101,35 +101,14 @@ class ResourceFlavorSpec(KueueModel):
     a node selector, and Kueue picks the flavor only if the workload's own node affinity and
     selector allow them. At most 8."""
     node_taints: list[Taint] | None = Field(
-        default=None, max_length=8, json_schema_extra=list_atomic()
+        default=None, max_length=8, json_schema_extra={**list_atomic(), **cel(TAINT_EFFECT_RULE)}
     )
     """Taints of the nodes this flavor stands for. A workload must tolerate every one of them
     (through its pods or the flavor's tolerations) to be admitted with the flavor. At most 8."""
     tolerations: list[Toleration] | None = Field(
         default=None,
         max_length=8,
-        json_schema_extra={
-            **list_atomic(),
-            **cel(
-                (
-                    "self.all(x, !has(x.key) ? x.operator == 'Exists' : true)",
-                    "operator must be Exists when 'key' is empty, which means 'match all values "
-                    "and all keys'",
-                ),
-                (
-                    "self.all(x, has(x.tolerationSeconds) ? x.effect == 'NoExecute' : true)",
-                    "effect must be 'NoExecute' when 'tolerationSeconds' is set",
-                ),
-                (
-                    "self.all(x, !has(x.operator) || x.operator in ['Equal', 'Exists'])",
-                    "supported toleration values: 'Equal'(default), 'Exists'",
-                ),
-                (
-                    "self.all(x, has(x.operator) && x.operator == 'Exists' ? !has(x.value) : true)",
-                    "a value must be empty when 'operator' is 'Exists'",
-                ),
-            ),
-        },
+        json_schema_extra={**list_atomic(), **cel(*TOLERATION_RULES)},
     )
     """Tolerations added to the pods of a workload admitted with this flavor, so they can land on
     nodes tainted for it. At most 8."""

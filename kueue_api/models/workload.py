@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -26,7 +26,7 @@ from kueue_api.models.base import (
     list_atomic,
     list_map,
 )
-from kueue_api.models.core import PodTemplateSpec, Toleration
+from kueue_api.models.core import TOLERATION_RULES, PodTemplateSpec, Toleration
 from kueue_api.models.meta import Condition, ObjectMeta, message_is_required
 from kueue_api.models.queues import (
     API_VERSION,
@@ -448,7 +448,7 @@ class PodSetUpdate(KueueModel):
     node_selector: LabelMap | None = None
     """Node selector labels to add to the pods."""
     tolerations: list[Toleration] | None = Field(
-        default=None, max_length=8, json_schema_extra=list_atomic()
+        default=None, max_length=8, json_schema_extra={**list_atomic(), **cel(*TOLERATION_RULES)}
     )
     """Tolerations to add to the pods. At most 8."""
 
@@ -588,6 +588,62 @@ class WorkloadStatus(KueueModel):
         return condition is not None and condition.status == "True"
 
 
+def _had(condition: str, which: str = "oldSelf") -> str:
+    """CEL: `which` (oldSelf or self) has `condition` True."""
+    return (
+        f"(has({which}.status) && has({which}.status.conditions) && "
+        f"{which}.status.conditions.exists(c, c.type == '{condition}' && c.status == 'True'))"
+    )
+
+
+def _same_optional(field: str) -> str:
+    """CEL: spec.`field` is set on both or neither side, to the same value."""
+    return (
+        f"has(oldSelf.spec.{field}) == has(self.spec.{field}) && "
+        f"(!has(self.spec.{field}) || oldSelf.spec.{field} == self.spec.{field})"
+    )
+
+
+_BOTH_REFS: Final = "has(oldSelf.spec.priorityClassRef) && has(self.spec.priorityClassRef)"
+# What a workload may not change once its quota is reserved (Kueue's Workload CRD); the
+# maximum execution time is held while it is admitted.
+_WHILE_RESERVED_RULES: Final = (
+    (
+        f"!{_had('QuotaReserved')} || "
+        "has(oldSelf.spec.priorityClassRef) == has(self.spec.priorityClassRef)",
+        "priorityClassRef is immutable while workload quota reserved",
+    ),
+    *(
+        (
+            f"!({_had('QuotaReserved')} && {_BOTH_REFS}) || "
+            f"oldSelf.spec.priorityClassRef.{part} == self.spec.priorityClassRef.{part}",
+            f"priorityClassRef.{part} is immutable while workload quota reserved",
+        )
+        for part in ("group", "kind")
+    ),
+    (
+        f"!({_had('QuotaReserved')} && {_BOTH_REFS} && "
+        "self.spec.priorityClassRef.group == 'scheduling.k8s.io' && "
+        "self.spec.priorityClassRef.kind == 'PriorityClass') || "
+        "oldSelf.spec.priorityClassRef.name == self.spec.priorityClassRef.name",
+        "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while workload "
+        "quota reserved",
+    ),
+    (
+        f"!({_had('QuotaReserved')} && {_had('QuotaReserved', 'self')}) || "
+        + _same_optional("queueName"),
+        "queueName is immutable while workload quota reserved",
+    ),
+    (
+        f"!({_had('Admitted')} && {_had('Admitted', 'self')}) || "
+        "(has(oldSelf.spec.maximumExecutionTimeSeconds) ? "
+        "oldSelf.spec.maximumExecutionTimeSeconds : 0) == "
+        "(has(self.spec.maximumExecutionTimeSeconds) ? self.spec.maximumExecutionTimeSeconds : 0)",
+        "maximumExecutionTimeSeconds is immutable while workload quota reserved",
+    ),
+)
+
+
 class Workload(KueueModel):
     """A unit of work Kueue admits as a whole: groups of pods with their resources, the queue it
     waits in, and where its quota was reserved."""
@@ -601,6 +657,7 @@ class Workload(KueueModel):
                 "size(self.spec.podSets) == size(self.status.admission.podSetAssignments) : true",
                 "podSetAssignments must have the same number of podSets as the spec",
             ),
+            *_WHILE_RESERVED_RULES,
         )
     )
 

@@ -210,6 +210,25 @@ CASES: dict[str, Case] = {
         'Unsupported value: "Bogus": supported values: "Equal", "Exists"',
         more=(NOT_CHECKED,),
     ),
+    "resourceflavor-taint-effect-is-supported": Case(
+        # The schema's enum refuses the effect first, which blocks the rules.
+        "ResourceFlavor",
+        "resourceflavors",
+        {"nodeTaints": [{"key": "k", "effect": "Bogus"}]},
+        "spec.nodeTaints[0].effect",
+        'Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", '
+        '"NoExecute"',
+        more=(NOT_CHECKED,),
+    ),
+    "resourceflavor-toleration-effect-is-supported": Case(
+        "ResourceFlavor",
+        "resourceflavors",
+        {"tolerations": [{"key": "k", "operator": "Exists", "effect": "Bogus"}]},
+        "spec.tolerations[0].effect",
+        'Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", '
+        '"NoExecute"',
+        more=(NOT_CHECKED,),
+    ),
     "resourceflavor-toleration-exists-has-no-value": Case(
         "ResourceFlavor",
         "resourceflavors",
@@ -421,6 +440,79 @@ CASES: dict[str, Case] = {
 }
 
 
+def _check_update(tolerations: list[Obj]) -> Obj:
+    """A Ready admission check whose pod set update adds these tolerations."""
+    return {
+        "admissionChecks": [
+            {
+                "name": "check",
+                "state": "Ready",
+                "message": "ready",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "podSetUpdates": [{"name": "main", "tolerations": tolerations}],
+            }
+        ]
+    }
+
+
+UPDATE_TOLERATIONS = "status.admissionChecks[0].podSetUpdates[0].tolerations"
+CASES.update(
+    {
+        "workload-pod-set-update-toleration-without-key-is-exists": Case(
+            "Workload",
+            "workloads",
+            {"podSets": POD_SETS},
+            UPDATE_TOLERATIONS,
+            "Invalid value: operator must be Exists when 'key' is empty, which means 'match "
+            "all values and all keys'",
+            namespaced=True,
+            status=_check_update([{"operator": "Equal", "value": "v"}]),
+        ),
+        "workload-pod-set-update-toleration-seconds-need-no-execute": Case(
+            "Workload",
+            "workloads",
+            {"podSets": POD_SETS},
+            UPDATE_TOLERATIONS,
+            "Invalid value: effect must be 'NoExecute' when 'tolerationSeconds' is set",
+            namespaced=True,
+            status=_check_update(
+                [{"key": "k", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5}]
+            ),
+        ),
+        "workload-pod-set-update-toleration-exists-has-no-value": Case(
+            "Workload",
+            "workloads",
+            {"podSets": POD_SETS},
+            UPDATE_TOLERATIONS,
+            "Invalid value: a value must be empty when 'operator' is 'Exists'",
+            namespaced=True,
+            status=_check_update([{"key": "k", "operator": "Exists", "value": "v"}]),
+        ),
+        "workload-pod-set-update-toleration-operator-is-supported": Case(
+            "Workload",
+            "workloads",
+            {"podSets": POD_SETS},
+            f"{UPDATE_TOLERATIONS}[0].operator",
+            'Unsupported value: "Bogus": supported values: "Equal", "Exists"',
+            namespaced=True,
+            status=_check_update([{"key": "k", "operator": "Bogus"}]),
+            more=(NOT_CHECKED,),
+        ),
+        "workload-pod-set-update-toleration-effect-is-supported": Case(
+            "Workload",
+            "workloads",
+            {"podSets": POD_SETS},
+            f"{UPDATE_TOLERATIONS}[0].effect",
+            'Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", '
+            '"NoExecute"',
+            namespaced=True,
+            status=_check_update([{"key": "k", "operator": "Exists", "effect": "Bogus"}]),
+            more=(NOT_CHECKED,),
+        ),
+    }
+)
+
+
 def _path(kind: str, plural: str, namespace: str, namespaced: bool, group: str = KUEUE) -> str:
     version = VERSION if group == KUEUE else "v1"
     where = f"/namespaces/{namespace}" if namespaced else ""
@@ -486,7 +578,7 @@ async def test_kueue_crd_rule(
         stored = await kube.ok("PUT", f"{path}/{name}/status", stored)
     stored["status"] = {**(stored.get("status") or {}), **copy.deepcopy(case.status or {})}
     answer = await kube.request("PUT", f"{path}/{name}/status", stored)
-    assert_refused(answer, qualified, name, case.field, case.message)
+    assert_refused(answer, qualified, name, case.field, case.message, case.more)
 
 
 async def test_rules_see_the_update_not_only_the_create(kube: Client, namespace: str) -> None:
@@ -812,3 +904,420 @@ async def test_status_rules_run_on_status_writes(kube: Client, probes: str) -> N
         "status.num",
         "Invalid value: -1: num must not be negative",
     )
+
+
+# --- the rules kube-apiserver checks when a CRD is written -------------------------------
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRD_KIND = "CustomResourceDefinition.apiextensions.k8s.io"
+RULE_AT = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations"
+COST_ADVICE = (
+    "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where "
+    "arrays, maps, and strings are declared)"
+)
+
+
+def _crd_with(plural: str, spec_schema: Obj) -> Obj:
+    """A namespaced CRD of the test group whose spec has this schema."""
+    kind = plural.capitalize().removesuffix("s")
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{PROBE_GROUP}"},
+        "spec": {
+            "group": PROBE_GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": plural[:-1], "kind": kind},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": spec_schema},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def _rule_value(rule: str) -> str:
+    """The rule as field.Invalid shows it (apiextensions.ValidationRule in JSON)."""
+    return (
+        f'{{"Rule":"{rule}","Message":"m","MessageExpression":"","Reason":null,'
+        '"FieldPath":"","OptionalOldSelf":null}'
+    )
+
+
+UNCOMPILABLE: dict[str, tuple[str, str]] = {
+    "syntax": (
+        "self.x ==",
+        "compilation failed: ERROR: <input>:1:10: Syntax error: mismatched input '<EOF>' "
+        "expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, "
+        "NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.x ==\n | .........^",
+    ),
+    "undeclared": (
+        "other == 1",
+        "compilation failed: ERROR: <input>:1:1: undeclared reference to 'other' (in "
+        "container '')\n | other == 1\n | ^",
+    ),
+    "overload": (
+        "1 + true == 2",
+        "compilation failed: ERROR: <input>:1:3: found no matching overload for '_+_' "
+        "applied to '(int, bool)'\n | 1 + true == 2\n | ..^",
+    ),
+    "not-bool": ("1 + 2", "cel expression must evaluate to a bool"),
+}
+
+
+@pytest.mark.parametrize("case", UNCOMPILABLE, ids=UNCOMPILABLE)
+async def test_crd_whose_rule_does_not_compile_is_refused(
+    kube: Client, backend: Backend, case: str
+) -> None:
+    del backend
+    rule, detail = UNCOMPILABLE[case]
+    plural = "uncompilables"
+    spec = {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}},
+        "x-kubernetes-validations": [
+            {"rule": "true", "message": "m"},
+            {"rule": rule, "message": "m"},
+        ],
+    }
+    answer = await kube.request("POST", CRD_PATH, _crd_with(plural, spec))
+    assert_refused(
+        answer,
+        CRD_KIND,
+        f"{plural}.{PROBE_GROUP}",
+        f"{RULE_AT}[1].rule",
+        f"Invalid value: {_rule_value(rule)}: {detail}",
+    )
+
+
+def _strings(max_items: int | None) -> Obj:
+    listed: Obj = {"type": "array", "items": {"type": "string", "maxLength": 8}}
+    if max_items is not None:
+        listed["maxItems"] = max_items
+    return listed
+
+
+QUADRATIC = "self.items.all(x, self.items.all(y, x.size() >= 0))"
+
+TOTAL_TOO_COSTLY = (
+    (
+        f"{RULE_AT}[0].rule",
+        "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire "
+        "OpenAPIv3 schema",
+    ),
+    (
+        "spec.validation.openAPIV3Schema",
+        "Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 "
+        f"schema exceeds budget by factor of more than 100x {COST_ADVICE}",
+    ),
+)
+TOO_COSTLY: dict[str, tuple[Obj, str, tuple[tuple[str, str], ...]]] = {
+    # 2,000 items: 2,000 x 2,000 inner iterations of 6 units (cel-go's estimate 24,012,005).
+    "bounded": (_strings(2000), "2.4x", ()),
+    # No maxItems: as many as a 3 MiB request holds, past the schema's total limit too.
+    "unbounded": (_strings(None), "more than 100x", TOTAL_TOO_COSTLY),
+}
+
+
+@pytest.mark.parametrize("case", TOO_COSTLY, ids=TOO_COSTLY)
+async def test_crd_whose_rule_is_estimated_too_costly_is_refused(
+    kube: Client, backend: Backend, case: str
+) -> None:
+    del backend
+    items, factor, more = TOO_COSTLY[case]
+    plural = "costlies"
+    spec = {
+        "type": "object",
+        "properties": {"items": items},
+        "x-kubernetes-validations": [{"rule": QUADRATIC, "message": "m"}],
+    }
+    answer = await kube.request("POST", CRD_PATH, _crd_with(plural, spec))
+    assert_refused(
+        answer,
+        CRD_KIND,
+        f"{plural}.{PROBE_GROUP}",
+        f"{RULE_AT}[0].rule",
+        f"Forbidden: estimated rule cost exceeds budget by factor of {factor} {COST_ADVICE}",
+        more,
+    )
+
+
+async def test_crd_whose_rules_are_estimated_too_costly_together_is_refused(
+    kube: Client, backend: Backend
+) -> None:
+    """Each rule fits the per-rule limit (9,009,005 with 1,225 items), twelve do not fit
+    the schema's total of 100,000,000: the four dearest are named, then the total."""
+    del backend
+    plural = "totals"
+    rules = [{"rule": f"{QUADRATIC} || {i} > 0", "message": "m"} for i in range(12)]
+    spec = {
+        "type": "object",
+        "properties": {"items": _strings(1225)},
+        "x-kubernetes-validations": rules,
+    }
+    answer = await kube.request("POST", CRD_PATH, _crd_with(plural, spec))
+    assert answer.status == 422, answer.body
+    causes = [(c["field"], c["message"]) for c in answer.obj["details"]["causes"]]
+    contributed = (
+        "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire "
+        "OpenAPIv3 schema"
+    )
+    assert causes[:4] == [(f"{RULE_AT}[{i}].rule", contributed) for i in range(4)]
+    assert causes[4:] == [
+        (
+            "spec.validation.openAPIV3Schema",
+            "Forbidden: x-kubernetes-validations estimated rule cost total for entire "
+            f"OpenAPIv3 schema exceeds budget by factor of 1.081332x {COST_ADVICE}",
+        )
+    ]
+
+
+# --- runtime cost limits ----------------------------------------------------------------
+
+COSTS_CRD: Obj = _crd_with(
+    "costs",
+    {
+        "type": "object",
+        "properties": {
+            "items": _strings(1000),
+            "groups": {
+                "type": "array",
+                "maxItems": 150,
+                "items": {
+                    "type": "object",
+                    "properties": {"v": _strings(100)},
+                    "x-kubernetes-validations": [
+                        {
+                            "rule": f"self.v.all(x, self.v.all(y, x.size() >= -{i}))",
+                            "message": f"g{i}",
+                        }
+                        for i in range(4)
+                    ],
+                },
+            },
+        },
+        "x-kubernetes-validations": [
+            {"rule": f"!has(self.items) || {QUADRATIC}", "message": "quadratic"}
+        ],
+    },
+)
+
+
+@pytest.fixture
+async def costs(kube: Client, backend: Backend, namespace: str) -> str:
+    """The cost probe CRD, established (created once per backend, kept for the session)."""
+    del backend
+    name = COSTS_CRD["metadata"]["name"]
+    if (await kube.request("GET", f"{CRD_PATH}/{name}")).status == 404:
+        await kube.ok("POST", CRD_PATH, COSTS_CRD)
+    path = f"/apis/{PROBE_GROUP}/v1/namespaces/{namespace}/costs"
+    for _ in range(100):
+        if (await kube.request("GET", path)).status == 200:
+            return path
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{name} was not served")
+
+
+def _cost(name: str, spec: Obj) -> Obj:
+    return {
+        "apiVersion": f"{PROBE_GROUP}/v1",
+        "kind": "Cost",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+async def test_rule_over_the_per_call_cost_limit_is_cancelled(kube: Client, costs: str) -> None:
+    """500 items: 1,500,000 units, past the 1,000,000 one evaluation may cost."""
+    answer = await kube.request("POST", costs, _cost("call", {"items": ["ab"] * 500}))
+    assert_refused(
+        answer,
+        f"Cost.{PROBE_GROUP}",
+        "call",
+        "spec",
+        "Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no "
+        "further validation rules will be run due to call cost exceeds limit for rule: "
+        "quadratic",
+    )
+    # Within the limit the same rule passes.
+    await kube.ok("POST", costs, _cost("within", {"items": ["ab"] * 99}))
+
+
+async def test_rules_past_the_request_budget_stop_validation(kube: Client, costs: str) -> None:
+    """150 groups of 90 values: four rules of about 49,000 units each per group; the
+    10,000,000 a write may spend runs out at the 51st group, and no rule runs after it."""
+    groups = [{"v": ["ab"] * 90}] * 150
+    answer = await kube.request("POST", costs, _cost("budget", {"groups": groups}))
+    assert_refused(
+        answer,
+        f"Cost.{PROBE_GROUP}",
+        "budget",
+        "spec.groups[50]",
+        'Invalid value: "object": validation failed due to running out of cost budget, no '
+        "further validation rules will be run",
+    )
+    await kube.ok("POST", costs, _cost("fits", {"groups": groups[:40]}))
+
+
+# --- duplicates in list-type map and set lists ------------------------------------------
+
+LISTS_CRD: Obj = _crd_with(
+    "lists",
+    {
+        "type": "object",
+        "properties": {
+            "byName": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {
+                    "type": "object",
+                    "required": ["name"],
+                    "properties": {"name": {"type": "string"}, "v": {"type": "integer"}},
+                },
+            },
+            "byTwo": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["a", "b"],
+                "items": {
+                    "type": "object",
+                    "required": ["a", "b"],
+                    "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+                },
+            },
+            "names": {
+                "type": "array",
+                "x-kubernetes-list-type": "set",
+                "items": {"type": "string"},
+            },
+            "numbers": {
+                "type": "array",
+                "x-kubernetes-list-type": "set",
+                "items": {"type": "integer"},
+            },
+        },
+    },
+)
+
+
+async def test_duplicates_in_map_and_set_lists_are_named_once(
+    kube: Client, backend: Backend, namespace: str
+) -> None:
+    """The second occurrence of each repeated key or item, once (a third is not named); a map
+    list's duplicate is shown by its keys. kube-apiserver orders the fields by Go's map order,
+    so the causes are compared as a set."""
+    del backend
+    name = LISTS_CRD["metadata"]["name"]
+    if (await kube.request("GET", f"{CRD_PATH}/{name}")).status == 404:
+        await kube.ok("POST", CRD_PATH, LISTS_CRD)
+    path = f"/apis/{PROBE_GROUP}/v1/namespaces/{namespace}/lists"
+    for _ in range(100):
+        if (await kube.request("GET", path)).status == 200:
+            break
+        await asyncio.sleep(0.1)
+    spec = {
+        "byName": [{"name": "a"}, {"name": "b", "v": 1}, {"name": "a", "v": 2}, {"name": "a"}],
+        "byTwo": [{"a": "x", "b": 1}, {"a": "x", "b": 2}, {"a": "x", "b": 1}],
+        "names": ["x", "y", "x", "x", "y"],
+        "numbers": [1, 2, 2],
+    }
+    body = {"apiVersion": f"{PROBE_GROUP}/v1", "kind": "List", "metadata": {"name": "l"}}
+    answer = await kube.request("POST", path, {**body, "spec": spec})
+    assert answer.status == 422, answer.body
+    causes = {(c["field"], c["message"], c["reason"]) for c in answer.obj["details"]["causes"]}
+    assert causes == {
+        ("spec.byName[2]", 'Duplicate value: {"name":"a"}', "FieldValueDuplicate"),
+        ("spec.byTwo[2]", 'Duplicate value: {"a":"x","b":1}', "FieldValueDuplicate"),
+        ("spec.names[2]", 'Duplicate value: "x"', "FieldValueDuplicate"),
+        ("spec.names[4]", 'Duplicate value: "y"', "FieldValueDuplicate"),
+        ("spec.numbers[2]", "Duplicate value: 2", "FieldValueDuplicate"),
+    }
+
+
+# --- what a workload may not change while its quota is reserved -------------------------
+
+SCHEDULING_REF = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "p"}
+KUEUE_REF = {"group": KUEUE, "kind": "WorkloadPriorityClass", "name": "p"}
+WHILE_RESERVED: dict[str, tuple[str, Obj, Obj, list[str]]] = {
+    "priority-class-ref-is-kept": (
+        "QuotaReserved",
+        {},
+        {"priorityClassRef": KUEUE_REF, "priority": 1},
+        ["priorityClassRef is immutable while workload quota reserved"],
+    ),
+    "priority-class-ref-group-and-kind-are-kept": (
+        "QuotaReserved",
+        {"priorityClassRef": SCHEDULING_REF, "priority": 1},
+        {"priorityClassRef": KUEUE_REF, "priority": 1},
+        [
+            "priorityClassRef.group is immutable while workload quota reserved",
+            "priorityClassRef.kind is immutable while workload quota reserved",
+        ],
+    ),
+    "priority-class-name-is-kept": (
+        "QuotaReserved",
+        {"priorityClassRef": SCHEDULING_REF, "priority": 1},
+        {"priorityClassRef": {**SCHEDULING_REF, "name": "q"}, "priority": 1},
+        [
+            "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while "
+            "workload quota reserved"
+        ],
+    ),
+    "queue-name-is-kept": (
+        "QuotaReserved",
+        {"queueName": "a"},
+        {"queueName": "b"},
+        ["queueName is immutable while workload quota reserved"],
+    ),
+    "maximum-execution-time-is-kept-while-admitted": (
+        "Admitted",
+        {"maximumExecutionTimeSeconds": 10},
+        {"maximumExecutionTimeSeconds": 20},
+        ["maximumExecutionTimeSeconds is immutable while workload quota reserved"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WHILE_RESERVED, ids=WHILE_RESERVED)
+async def test_workload_spec_is_kept_while_reserved(
+    kube: Client, namespace: str, case: str
+) -> None:
+    condition, before, after, messages = WHILE_RESERVED[case]
+    path = _path("Workload", "workloads", namespace, True)
+    body: Obj = {
+        "apiVersion": f"{KUEUE}/{VERSION}",
+        "kind": "Workload",
+        "metadata": {"name": "w"},
+        "spec": {"podSets": POD_SETS, **before},
+    }
+    stored = await kube.ok("POST", path, body)
+    stored["status"] = {
+        "conditions": [
+            {
+                "type": condition,
+                "status": "True",
+                "reason": condition,
+                "message": "m",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
+    stored = await kube.ok("PUT", f"{path}/w/status", stored)
+    stored["spec"] = {"podSets": POD_SETS, **after}
+    answer = await kube.request("PUT", f"{path}/w", stored)
+    expected = [("<nil>", f"Invalid value: {message}") for message in messages]
+    assert_refused(answer, f"Workload.{KUEUE}", "w", *expected[0], more=tuple(expected[1:]))
+    # Before the quota is reserved, the same change is allowed.
+    fresh = await kube.ok("POST", path, {**body, "metadata": {"name": "fresh"}})
+    fresh["spec"] = {"podSets": POD_SETS, **after}
+    await kube.ok("PUT", f"{path}/fresh", fresh)

@@ -39,9 +39,11 @@ from kueue_api.cel import (
     quantity_value,
     semver_value,
 )
+from kueue_api.cel.cost import Shape, estimate, fit, parsed
 from kueue_api.quantity import Quantity
 
 __all__ = [
+    "COST_LIMIT",
     "CELCompileError",
     "CELDevice",
     "CELEvalError",
@@ -52,6 +54,40 @@ __all__ = [
 ]
 
 _VARIABLES: Final = frozenset({"device"})
+
+# resourceapi.CELSelectorExpressionMaxCost (k8s.io/api/resource/v1/types.go): what one
+# selector's evaluation may cost; kube-scheduler cancels an evaluation that goes past it.
+COST_LIMIT: Final = 1_000_000
+COST_LIMIT_EXCEEDED: Final = "operation cancelled: actual cost limit exceeded"
+
+
+def _string(longest: int) -> Shape:
+    return Shape("string", longest, 2)
+
+
+# What a selector may find in `device`, as k8s.io/dynamic-resource-allocation/cel/compile.go
+# bounds it for the estimator: a 63-character driver name, at most 32 domains (63 characters)
+# of at most 32 attributes or capacities (32-character names), attribute values of at most 64.
+_DEVICE_SHAPE: Final = Shape(
+    "object",
+    fields={
+        "driver": _string(63),
+        "attributes": Shape(
+            "map",
+            32,
+            2,
+            key=_string(63),
+            elem=Shape("map", 32, 2, key=_string(32), elem=Shape("dyn", 64, 1)),
+        ),
+        "capacity": Shape(
+            "map",
+            32,
+            2,
+            key=_string(63),
+            elem=Shape("map", 32, 2, key=_string(32), elem=Shape("quantity", 0, 8)),
+        ),
+    },
+)
 
 Value = object
 
@@ -141,12 +177,24 @@ class Selector:
 
     expression: str
     program: Program
+    # The most an evaluation can cost on any device the ResourceSlice limits allow; past
+    # COST_LIMIT, each device's own sizes decide.
+    max_cost: int = 0
+
+    def cost(self, device: CELDevice) -> int:
+        """The most evaluating the selector on this device can cost (cel-go's units)."""
+        if self.max_cost <= COST_LIMIT:
+            return self.max_cost
+        fitted = fit(_DEVICE_SHAPE, _device_value(device))
+        return estimate(parsed(self.expression), {"device": fitted})[1]
 
     def matches(self, device: CELDevice) -> bool:
-        """Whether the device is selected; CELEvalError when evaluation fails or the result
-        is not a bool."""
+        """Whether the device is selected; CELEvalError when evaluation fails, would cost more
+        than COST_LIMIT, or the result is not a bool."""
         if device.broken:
             raise CELEvalError(device.broken)
+        if self.max_cost > COST_LIMIT and self.cost(device) > COST_LIMIT:
+            raise CELEvalError(COST_LIMIT_EXCEEDED)
         result = self.program.evaluate(device.bound())
         if not isinstance(result, bool):
             raise CELEvalError(
@@ -170,7 +218,8 @@ def compile_selector(expression: str) -> Selector:
         )
     rewritten = _DOMAIN_LOOKUP.sub(r"device.\1[?\2].orValue(dyn({}))", expression)
     program = checked if rewritten == expression else compile_program(rewritten, _VARIABLES)
-    return Selector(expression, program)
+    max_cost = estimate(parsed(expression), {"device": _DEVICE_SHAPE})[1]
+    return Selector(expression, program, max_cost)
 
 
 def all_match(selectors: Sequence[Selector], device: CELDevice) -> bool:

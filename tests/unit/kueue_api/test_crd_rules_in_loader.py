@@ -260,3 +260,133 @@ def test_a_valid_multi_document_file_loads_with_no_rule_errors() -> None:
     )
     result = load_text(text, "tas.yaml")
     assert result.errors == [] and len(result.objects) == 2
+
+
+def _check_update(tolerations: list[Obj]) -> Obj:
+    return {
+        "admissionChecks": [
+            {
+                "name": "check",
+                "state": "Ready",
+                "message": "ready",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "podSetUpdates": [{"name": "main", "tolerations": tolerations}],
+            }
+        ]
+    }
+
+
+UPDATE_TOLERATIONS = "status.admissionChecks[0].podSetUpdates[0].tolerations"
+# Kueue's rules on the tolerations an admission check adds (as on a ResourceFlavor's).
+CASES.extend(
+    [
+        (
+            "workload pod set update toleration without a key is Exists",
+            _workload(_check_update([{"operator": "Equal", "value": "v"}])),
+            UPDATE_TOLERATIONS,
+            "Invalid value: operator must be Exists when 'key' is empty, which means 'match "
+            "all values and all keys'",
+        ),
+        (
+            "workload pod set update tolerationSeconds need NoExecute",
+            _workload(
+                _check_update([{"key": "k", "effect": "NoSchedule", "tolerationSeconds": 5}])
+            ),
+            UPDATE_TOLERATIONS,
+            "Invalid value: effect must be 'NoExecute' when 'tolerationSeconds' is set",
+        ),
+        (
+            "workload pod set update Exists toleration has no value",
+            _workload(_check_update([{"key": "k", "operator": "Exists", "value": "v"}])),
+            UPDATE_TOLERATIONS,
+            "Invalid value: a value must be empty when 'operator' is 'Exists'",
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("document", "field", "message"),
+    [case[1:] for case in CASES[-3:]],
+    ids=[c[0] for c in CASES[-3:]],
+)
+def test_pod_set_update_tolerations_are_checked(document: Obj, field: str, message: str) -> None:
+    test_a_broken_crd_rule_is_refused_as_kube_apiserver_refuses_it(document, field, message)
+
+
+def test_a_taint_effect_outside_the_enum_is_refused() -> None:
+    """The CRD's rule on effects is behind its enum: kube-apiserver (and kubesim) refuse the
+    value with the enum's words; the loader refuses it too."""
+    for spec, at in (
+        ({"nodeTaints": [{"key": "k", "effect": "Bogus"}]}, "spec.nodeTaints[0].effect"),
+        ({"tolerations": [{"key": "k", "effect": "Bogus"}]}, "spec.tolerations[0].effect"),
+    ):
+        document = _object("ResourceFlavor", spec)
+        answer = _kubesim_answer(document)
+        assert answer[0] == (
+            at,
+            'Unsupported value: "Bogus": supported values: "NoSchedule", "PreferNoSchedule", '
+            '"NoExecute"',
+        )
+        with pytest.raises(ValidationFailure) as failure:
+            parse_object(document)
+        assert at in [error.path for error in failure.value.errors]
+
+
+def _condition(kind: str) -> Obj:
+    return {
+        "conditions": [
+            {
+                "type": kind,
+                "status": "True",
+                "reason": kind,
+                "message": "m",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ]
+    }
+
+
+SCHEDULING_REF = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "p"}
+
+
+@pytest.mark.parametrize(
+    ("condition", "before", "after", "message"),
+    [
+        (
+            "QuotaReserved",
+            {},
+            {"priority": 1, "priorityClassRef": {**SCHEDULING_REF}},
+            "priorityClassRef is immutable while workload quota reserved",
+        ),
+        (
+            "QuotaReserved",
+            {"priority": 1, "priorityClassRef": SCHEDULING_REF},
+            {"priority": 1, "priorityClassRef": {**SCHEDULING_REF, "name": "q"}},
+            "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while "
+            "workload quota reserved",
+        ),
+        (
+            "QuotaReserved",
+            {"queueName": "a"},
+            {"queueName": "b"},
+            "queueName is immutable while workload quota reserved",
+        ),
+        (
+            "Admitted",
+            {},
+            {"maximumExecutionTimeSeconds": 20},
+            "maximumExecutionTimeSeconds is immutable while workload quota reserved",
+        ),
+    ],
+)
+def test_workload_updates_while_reserved_are_refused(
+    condition: str, before: Obj, after: Obj, message: str
+) -> None:
+    old = _workload(_condition(condition), **before)
+    new = _workload(_condition(condition), **after)
+    assert [(e.path, e.message) for e in rule_errors(new, old)] == [
+        ("<nil>", f"Invalid value: {message}")
+    ]
+    # Before the quota is reserved, the same change is allowed.
+    assert rule_errors(_workload({}, **after), _workload({}, **before)) == []
