@@ -313,10 +313,6 @@ def _placement_only(workload: JsonObject) -> JsonObject:
     return {**workload, "status": status}
 
 
-def _controller_reference(owner: JsonObject) -> JsonObject:
-    return wl.owner_reference(owner, controller=True)
-
-
 def build_request(
     workload: JsonObject,
     check_name: str,
@@ -330,7 +326,7 @@ def build_request(
     namespace = meta.get("namespace")
     name = request_name(str(meta.get("name")), check_name, attempt)
     infos = {i.name: i for i in wl.pod_set_infos(_placement_only(workload), flavors) or []}
-    owner = _controller_reference(workload)
+    owner = wl.owner_reference(workload, controller=True)
     templates: list[JsonObject] = []
     pod_sets: list[JsonObject] = []
     for group in merged_pod_sets(workload, config):
@@ -376,10 +372,6 @@ def build_request(
 
 
 # --- what the autoscaler said --------------------------------------------------------------
-
-
-def _true(request: JsonObject, kind: str) -> bool:
-    return condition_true(request, kind)
 
 
 def _message(request: JsonObject, kind: str) -> str:
@@ -476,21 +468,21 @@ def outcome(
 ) -> _Outcome:
     """The check state the request's conditions call for (Kueue's syncCheckStates)."""
     retry_count = int(check_state.get("retryCount") or 0)
-    if _true(request, FAILED):
+    if condition_true(request, FAILED):
         failed = _message(request, FAILED)
         return _retrying(attempt, retry_count, config, f"Retrying after failure: {failed}", failed)
-    if _true(request, CAPACITY_REVOKED):
+    if condition_true(request, CAPACITY_REVOKED):
         if (workload.get("spec") or {}).get("active", True) and not wl.is_finished(workload):
             return _Outcome(states.REJECTED, _message(request, CAPACITY_REVOKED))
         return _Outcome()
-    if _true(request, BOOKING_EXPIRED):
+    if condition_true(request, BOOKING_EXPIRED):
         if wl.is_admitted(workload):
             return _Outcome()
         expired = _message(request, BOOKING_EXPIRED)
         return _retrying(
             attempt, retry_count, config, f"Retrying after booking expired: {expired}", expired
         )
-    if _true(request, PROVISIONED):
+    if condition_true(request, PROVISIONED):
         if check_state.get("state") == states.READY:
             return _Outcome()
         return _Outcome(
@@ -498,7 +490,7 @@ def outcome(
             _message(request, PROVISIONED),
             updates=pod_set_updates(workload, request, config),
         )
-    if _true(request, ACCEPTED):
+    if condition_true(request, ACCEPTED):
         provisioned = find_condition(request, PROVISIONED)
         if provisioned is not None:
             return _Outcome(states.PENDING, str(provisioned.get("message") or ""))
@@ -507,8 +499,8 @@ def outcome(
 
 
 def _needs_new_attempt(request: JsonObject, workload: JsonObject) -> bool:
-    return _true(request, FAILED) or (
-        _true(request, BOOKING_EXPIRED) and not wl.is_admitted(workload)
+    return condition_true(request, FAILED) or (
+        condition_true(request, BOOKING_EXPIRED) and not wl.is_admitted(workload)
     )
 
 

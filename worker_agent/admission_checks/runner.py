@@ -367,7 +367,8 @@ class AdmissionCheckRunner:
         (Kueue's "Error creating ..." message and FailedCreate event) and raised, so the
         Workload is reconciled again after a backoff; nothing after it is done."""
         for action in actions:
-            touched = [action.rt, *(rt for rt, _ in getattr(action, "adopts", ()))]
+            adopts = action.adopts if isinstance(action, CreateObject) else ()
+            touched = [action.rt, *(rt for rt, _ in adopts)]
             if any(rt not in controller.writes for rt in touched):
                 raise ValueError(
                     f"{controller.controller_name} acts on {action.rt}, which its `writes` "

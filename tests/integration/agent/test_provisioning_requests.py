@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from kueue_api.conditions import find_condition
 from tests.autoscaler import (
     FAIL_MESSAGE,
     PROVISIONED_MESSAGE,
@@ -82,10 +83,7 @@ def _check(workload: Obj | None) -> Obj:
 
 
 def _condition(obj: Obj | None, kind: str) -> Obj:
-    for condition in ((obj or {}).get("status") or {}).get("conditions") or ():
-        if condition["type"] == kind:
-            return dict(condition)
-    return {}
+    return find_condition(obj, kind) or {}
 
 
 async def _pods(client: KubeClient, job: Obj) -> list[Obj]:
