@@ -100,7 +100,7 @@ def _signature(kind: str, obj: dict[str, Any] | None) -> tuple[object, ...] | No
         return None
     if kind == WORKLOADS:
         state = workload_copy_state(obj)
-        return (state.admitted, state.finished, state.evicted_reason, state.uid)
+        return (state.admitted, state.finished, state.evicted_reason, state.uid, state.terminating)
     job = job_state(obj)
     return (job.finished, job.started, (obj.get("metadata") or {}).get("uid"))
 
@@ -110,16 +110,18 @@ def _inert(kind: str, signature: tuple[object, ...] | None) -> bool:
     if signature is None:
         return False
     if kind == WORKLOADS:
-        admitted, finished, evicted, _ = signature
+        admitted, finished, evicted, _, _ = signature
         return not admitted and finished is None and evicted is None
     finished, started, _ = signature
     return finished is None and not started
 
 
 def _report_stands(seen: CopyState | None) -> bool:
-    """An agent's report may be ahead of the watch; a copy the watch already shows evicted or
-    finished overrules it."""
-    return seen is None or (seen.evicted_reason is None and seen.finished is None)
+    """An agent's report may be ahead of the watch; a copy the watch already shows evicted,
+    finished or being deleted overrules it."""
+    return seen is None or (
+        seen.evicted_reason is None and seen.finished is None and not seen.terminating
+    )
 
 
 @dataclass
@@ -290,16 +292,13 @@ class Dispatcher:
         affected = await self._evict_cluster(name, "ClusterDeleted", mark_lost=False)
         return affected
 
-    def copy_uid_reader(self, cluster: str) -> Callable[[str, str], str | None]:
-        """uid of a Workload copy in `cluster` as the watch last saw it (None if unseen)."""
+    def stale_copy_reader(self, cluster: str) -> Callable[[str, str, str], bool]:
+        """Whether a uid names an earlier Workload copy in `cluster` (ClusterConnection's
+        `stale_copy`); nothing is known stale of a cluster not connected."""
 
-        def read(namespace: str, name: str) -> str | None:
+        def read(namespace: str, name: str, uid: str) -> bool:
             connection = self.connections.get(cluster)
-            if connection is None:
-                return None
-            obj = connection.caches[WORKLOADS].get((namespace, name))
-            uid = ((obj or {}).get("metadata") or {}).get("uid")
-            return str(uid) if uid else None
+            return connection is not None and connection.stale_copy(namespace, name, uid)
 
         return read
 
@@ -498,8 +497,9 @@ class Dispatcher:
     def _has_copies(self, row: WorkloadRecord, conn: ClusterConnection) -> bool:
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
         jobs = JOB_CACHES[row.kind]
+        copy_ = conn.caches[WORKLOADS].get(wkey)
         return (
-            wkey in conn.caches[WORKLOADS]
+            (copy_ is not None and not workload_copy_state(copy_).terminating)
             or jkey in conn.caches[jobs]
             or (conn.name, WORKLOADS, wkey) in self._expected
             or (conn.name, jobs, jkey) in self._expected
@@ -526,7 +526,10 @@ class Dispatcher:
             await conn.delete_job(row.namespace, row.name, kind=jobs)
             self._expected.discard((conn.name, jobs, jkey))
             found = True
-        if wkey in conn.caches[WORKLOADS] or (conn.name, WORKLOADS, wkey) in self._expected:
+        copy_ = conn.caches[WORKLOADS].get(wkey)
+        if copy_ is not None and workload_copy_state(copy_).terminating:
+            found = True  # deleted already: its worker lets it go when it is done with it
+        elif copy_ is not None or (conn.name, WORKLOADS, wkey) in self._expected:
             await conn.delete_workload(row.namespace, row.workload_name)
             self._expected.discard((conn.name, WORKLOADS, wkey))
             found = True
@@ -614,14 +617,20 @@ class Dispatcher:
         if copy_st is not None and copy_live and copy_st.evicted_reason and not copy_st.admitted:
             await self._requeue(row, f"Evicted:{copy_st.evicted_reason}", "evicted by its worker")
             return
-        if not copy_live and (conn.name, WORKLOADS, wkey) not in self._expected:
-            if row.job_created_at is None:
+        copy_going = copy_live and copy_st is not None and copy_st.terminating
+        if (copy_going or not copy_live) and (conn.name, WORKLOADS, wkey) not in self._expected:
+            # Kueue's MultiKueue retries as soon as no admitted remote is left in a reachable
+            # winner (pkg/controller/admissionchecks/multikueue/workload.go, step 6a): a Job
+            # there without its Workload would wait suspended, or run outside any quota.
+            if row.job_created_at is None or job_live:
                 await self._requeue(
                     row,
                     "RemoteWorkloadDeleted",
-                    "the winner's Workload copy disappeared before its Job ran",
+                    "the winner's Workload copy disappeared before its Job ran"
+                    if row.job_created_at is None
+                    else "the winner's Workload copy disappeared while its Job was there",
                 )
-            elif not job_live:
+            else:
                 await self._finish(
                     row,
                     states.FAILED,
@@ -815,7 +824,7 @@ class Dispatcher:
             conn = ready.get(cluster)
             obj = conn.caches[WORKLOADS].get(wkey) if conn is not None else None
             seen = workload_copy_state(obj) if obj is not None else None
-            if seen is not None and seen.admitted and seen.finished is None:
+            if seen is not None and seen.electable:
                 admissions.append((cluster, seen.admitted_at))
             elif attempt.admitted_at is not None and conn is not None and _report_stands(seen):
                 admissions.append((cluster, attempt.admitted_at))

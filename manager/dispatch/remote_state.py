@@ -28,6 +28,23 @@ class CopyState:
     finished_message: str | None
     evicted_reason: str | None
     uid: str | None
+    # Its deletion was asked for (a worker's Kueue holds a Workload by a finalizer until its
+    # Job has stopped): whatever it says, it is an earlier try's copy on its way out.
+    terminating: bool = False
+
+    @property
+    def electable(self) -> bool:
+        """Whether this copy's admission can win the workload: admitted, and neither finished,
+        evicted nor going. An evicted copy keeps QuotaReserved and Admitted until its worker
+        has stopped the Job (Kueue's HoldAndDrain, preemption); Kueue's MultiKueue handles an
+        evicted remote before it looks for an admitted one
+        (pkg/controller/admissionchecks/multikueue/workload.go, reconcileGroup)."""
+        return (
+            self.admitted
+            and self.finished is None
+            and self.evicted_reason is None
+            and not self.terminating
+        )
 
 
 def workload_copy_state(obj: Mapping[str, Any]) -> CopyState:
@@ -49,6 +66,7 @@ def workload_copy_state(obj: Mapping[str, Any]) -> CopyState:
         finished_message=str(finished.get("message") or "") if finished is not None else None,
         evicted_reason=(str(evicted.get("reason") or "Evicted") if evicted is not None else None),
         uid=(obj.get("metadata") or {}).get("uid"),
+        terminating=bool((obj.get("metadata") or {}).get("deletionTimestamp")),
     )
 
 

@@ -97,10 +97,10 @@ async def apply_report(
     cluster: str,
     report: AgentReport,
     now: datetime,
-    current_uid: Callable[[str, str], str | None] = lambda namespace, name: None,
+    stale_copy: Callable[[str, str, str], bool] = lambda namespace, name, uid: False,
 ) -> ReportOutcome:
-    """Apply a report. `current_uid(namespace, name)` is the uid of the cluster's copy as the
-    watch sees it; an admission about another uid (an earlier copy) is stale and ignored."""
+    """Apply a report. `stale_copy(namespace, name, uid)` tells a uid that is not the cluster's
+    copy now (an earlier one, deleted or replaced); an admission about it is ignored."""
     if not await claim_report(session, cluster, report.report_id, now):
         return ReportOutcome(duplicate=True)
     outcome = ReportOutcome(duplicate=False)
@@ -117,8 +117,7 @@ async def apply_report(
         row = rows.get(admission.namespace, admission.name)
         if row is None or not _attempt_matches(row, cluster, admission.uid):
             continue
-        seen_uid = current_uid(admission.namespace, admission.name)
-        if admission.uid and seen_uid and seen_uid != admission.uid:
+        if admission.uid and stale_copy(admission.namespace, admission.name, admission.uid):
             continue
         for attempt in row.attempts:
             if attempt.cluster == cluster and attempt.state in states.ATTEMPT_ACTIVE:

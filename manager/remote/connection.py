@@ -461,6 +461,8 @@ class ClusterConnection:
             raise
 
     async def delete_workload(self, namespace: str, name: str) -> None:
+        """Delete a Workload copy; the copy as last seen becomes a tombstone at once, so news
+        about it that arrives before the watch's DELETED is known to be stale."""
         api = client.CustomObjectsApi(self._api)
         try:
             await self._write(
@@ -472,6 +474,19 @@ class ClusterConnection:
         except ApiException as error:
             if error.status != 404:
                 raise
+        seen = self.caches[WORKLOADS].get((namespace, name))
+        if seen is not None:
+            self._tombstone(WORKLOADS, (namespace, name), seen)
+
+    def stale_copy(self, namespace: str, name: str, uid: str) -> bool:
+        """Whether `uid` is not the Workload copy of that name this cluster holds now: one
+        deleted since (a tombstone), or another than the one the watch shows."""
+        key = (namespace, name)
+        grave = self.tombstones[WORKLOADS].get(key)
+        if grave is not None and (grave.get("metadata") or {}).get("uid") == uid:
+            return True
+        live = (self.caches[WORKLOADS].get(key) or {}).get("metadata") or {}
+        return bool(live.get("uid")) and live.get("uid") != uid
 
     async def create_job(self, body: dict[str, Any]) -> bool:
         """Create the Job (or JobSet) copy; False when it already exists."""

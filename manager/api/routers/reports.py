@@ -46,7 +46,7 @@ async def receive_report(
     try:
         async with runtime.sessions.begin() as session:
             outcome = await apply_report(
-                session, name, report, now, runtime.dispatcher.copy_uid_reader(name)
+                session, name, report, now, runtime.dispatcher.stale_copy_reader(name)
             )
     except IntegrityError:
         runtime.metrics.reports.labels(cluster=name, duplicate="true").inc()

@@ -201,6 +201,7 @@ PODS = "/api/v1/pods"
 
 
 def _clean_cluster(http: httpx.Client) -> None:
+    _reset_queues(http)
     for workload in _user_items(http, WORKLOADS):
         meta = workload["metadata"]
         path = (
@@ -240,6 +241,37 @@ def _clean_cluster(http: httpx.Client) -> None:
             left = {path: len(_user_items(http, path)) for path in (WORKLOADS, JOBS, PODS)}
             raise RuntimeError(f"{http.base_url}: objects left after cleaning: {left}")
         time.sleep(0.2)
+
+
+WEBHOOK_CONFIGURATIONS = (
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+)
+CLUSTER_QUEUES = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
+
+
+def _reset_queues(http: httpx.Client) -> None:
+    """Give the next test the setup's ClusterQueues: a stopPolicy a test set (HoldAndDrain)
+    and could not undo must not hold every later test's work.
+
+    The webhook configurations the stopped processes wrote (URL mode: on loopback) go first,
+    since their webhook no longer answers and would refuse the change; each process writes its
+    own again when it starts."""
+    for path in WEBHOOK_CONFIGURATIONS:
+        for configuration in _call(http, "GET", path).json().get("items", []):
+            webhooks = configuration.get("webhooks") or []
+            if any((w.get("clientConfig") or {}).get("url") for w in webhooks):
+                _call(http, "DELETE", f"{path}/{configuration['metadata']['name']}")
+    for queue in _call(http, "GET", CLUSTER_QUEUES).json().get("items", []):
+        if (queue.get("spec") or {}).get("stopPolicy", "None") != "None":
+            response = _call(
+                http,
+                "PATCH",
+                f"{CLUSTER_QUEUES}/{queue['metadata']['name']}",
+                json={"spec": {"stopPolicy": "None"}},
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+            response.raise_for_status()
 
 
 @dataclass

@@ -81,15 +81,21 @@ async def test_copies_are_created_once_removed_once_and_refusals_raise() -> None
             )
             job = job_copy(manifest, workload_name=name, origin="multikueue")
 
-            assert await connection.create_workload(body) is not None
+            created = await connection.create_workload(body)
+            assert created is not None
             assert await connection.create_workload(body) is None  # already there
+            uid = created["metadata"]["uid"]
             assert await connection.create_job(job) is True
             assert await connection.create_job(job) is False  # already there
             await _until(lambda: ("default", "once") in connection.caches[JOBS])
+            await _until(lambda: ("default", name) in connection.caches[WORKLOADS])
+            assert not connection.stale_copy("default", name, uid)
 
             await connection.delete_job("default", "once")
             await connection.delete_job("default", "once")  # gone is fine
             await connection.delete_workload("default", name)
+            # Stale from the moment the delete is answered, before the watch shows it gone.
+            assert connection.stale_copy("default", name, uid)
             await connection.delete_workload("default", name)
             await _until(lambda: ("default", "once") not in connection.caches[JOBS])
             await _until(lambda: ("default", name) not in connection.caches[WORKLOADS])
@@ -101,3 +107,35 @@ async def test_copies_are_created_once_removed_once_and_refusals_raise() -> None
             assert refused.value.status == 422
         finally:
             await connection.stop()
+
+
+def _copy_event(kind: str, uid: str) -> dict[str, Any]:
+    return {"type": kind, "object": {"metadata": {"namespace": "ns", "name": "wl", "uid": uid}}}
+
+
+def test_a_report_names_a_stale_copy_by_its_uid() -> None:
+    """News about a Workload copy is stale when its uid is one the watch saw deleted, or
+    another than the copy the watch shows now; an unseen uid may be a copy just made."""
+    connection = ClusterConnection(
+        "w1", _KUBECONFIG, origin="o", listener=_Listener(), settings=ConnectionSettings()
+    )
+    assert not connection.stale_copy("ns", "wl", "first")
+    connection._apply(WORKLOADS, _copy_event("ADDED", "first"))
+    assert not connection.stale_copy("ns", "wl", "first")
+    assert connection.stale_copy("ns", "wl", "second")
+    connection._apply(WORKLOADS, _copy_event("DELETED", "first"))
+    assert connection.stale_copy("ns", "wl", "first")
+    assert not connection.stale_copy("ns", "wl", "second")
+    connection._apply(WORKLOADS, _copy_event("ADDED", "second"))
+    assert connection.stale_copy("ns", "wl", "first")
+    assert not connection.stale_copy("ns", "wl", "second")
+
+
+_KUBECONFIG = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "current-context": "w1",
+    "contexts": [{"name": "w1", "context": {"cluster": "w1", "user": "u"}}],
+    "clusters": [{"name": "w1", "cluster": {"server": "http://127.0.0.1:6443"}}],
+    "users": [{"name": "u", "user": {"token": "t"}}],
+}

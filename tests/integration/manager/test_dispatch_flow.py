@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from manager.remote.connection import WORKLOADS
 from manager.settings import ManagerSettings
 from tests.integration.manager.harness import RunningManager, eventually, serve_manager
 from tests.integration.manager.kube import workers
@@ -287,6 +288,92 @@ async def test_an_eviction_in_the_winner_sends_the_workload_out_again(
         await eventually(runs_in_w2)
 
 
+async def test_a_copy_evicted_while_it_still_holds_quota_does_not_win_again(
+    settings: ManagerSettings,
+) -> None:
+    """HoldAndDrain in the winner: its Kueue marks the copy Evicted while it still holds quota
+    (Admitted stays True until the Job has stopped) and its finalizer keeps the deleted copy
+    a while. The agent reports the eviction at once; the manager dispatches again, and that
+    going copy, still Admitted, must not win the new round: the Job would wait there forever."""
+    async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
+        tokens = {}
+        for cluster, _ in pairs:
+            tokens[cluster.name] = await manager.register(cluster.name, cluster.kubeconfig)
+        await wait_connected(manager, "w1", "w2")
+        wl_name = (await submit(manager, "drained"))["workloadName"]
+        (_, d1), (_, d2) = pairs
+
+        async def everywhere() -> bool:
+            return wl_name in await copies(d1) and wl_name in await copies(d2)
+
+        await eventually(everywhere)
+        await admit_and_await_job(d1, wl_name, "drained")
+        old_uid = next(
+            w["metadata"]["uid"] for w in await d1.workloads() if w["metadata"]["name"] == wl_name
+        )
+        await d1.set_finalizers("default", wl_name, ["kueue.x-k8s.io/resource-in-use"])
+        await d1.begin_eviction("default", wl_name, "ClusterQueueStopped")
+        headers = {"Authorization": f"Bearer {tokens['w1']}"}
+        eviction = {
+            "reportId": "w1-evicted",
+            "evictions": [
+                {
+                    "namespace": "default",
+                    "name": wl_name,
+                    "uid": old_uid,
+                    "reason": "ClusterQueueStopped",
+                }
+            ],
+        }
+        url = "/api/v1/clusters/w1/reports"
+        assert (await manager.client.post(url, json=eviction, headers=headers)).status_code == 200
+        dispatcher = manager.runtime.dispatcher
+        workload_id = dispatcher.id_of("default", "drained")
+        assert workload_id is not None
+
+        async def renominated() -> dict[str, Any] | None:
+            body = await manager.workload("default", "drained")
+            active = {a["cluster"] for a in body["attempts"] if a["state"] == "Nominated"}
+            return body if active == {"w1", "w2"} else None
+
+        await eventually(renominated)
+
+        async def going_in_w1() -> bool:
+            seen = dispatcher.connections["w1"].caches[WORKLOADS].get(("default", wl_name))
+            return seen is not None and bool(seen["metadata"].get("deletionTimestamp"))
+
+        await eventually(going_in_w1)
+        # The agent's report of the earlier admission, late, must not elect either.
+        late = {
+            "reportId": "w1-late",
+            "admissions": [
+                {
+                    "namespace": "default",
+                    "name": wl_name,
+                    "uid": old_uid,
+                    "admittedAt": "2026-01-01T00:00:00Z",
+                }
+            ],
+        }
+        assert (await manager.client.post(url, json=late, headers=headers)).status_code == 200
+        await dispatcher.reconcile(workload_id)
+        body = await manager.workload("default", "drained")
+        assert body["cluster"] is None and body["state"] != "Admitted", body
+        await d2.admit("default", wl_name)
+
+        async def runs_in_w2() -> bool:
+            return "drained" in await job_names(d2)
+
+        await eventually(runs_in_w2)
+        await d1.set_finalizers("default", wl_name, [])
+
+        async def w1_empty() -> bool:
+            return await copies(d1) == [] and await job_names(d1) == []
+
+        await eventually(w1_empty)
+        assert (await manager.workload("default", "drained"))["cluster"] == "w2"
+
+
 async def test_a_job_deleted_by_ttl_after_it_finished_is_not_run_again(
     settings: ManagerSettings,
 ) -> None:
@@ -357,7 +444,7 @@ async def test_a_report_about_an_earlier_copy_does_not_elect(settings: ManagerSe
         dispatcher = manager.runtime.dispatcher
 
         async def seen_by_watch() -> bool:
-            return dispatcher.copy_uid_reader("w1")("default", wl) is not None
+            return ("default", wl) in dispatcher.connections["w1"].caches[WORKLOADS]
 
         await eventually(seen_by_watch)
         headers = {"Authorization": f"Bearer {token}"}

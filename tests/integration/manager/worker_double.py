@@ -159,6 +159,29 @@ class WorkerDouble:
             },
         )
 
+    async def begin_eviction(self, namespace: str, name: str, reason: str) -> None:
+        """Kueue's first step of an eviction (HoldAndDrain, preemption): Evicted=True while the
+        copy still holds its quota and stays Admitted, until the worker has stopped the Job."""
+        current = await self.custom.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "workloads", name
+        )
+        conditions = list((current.get("status") or {}).get("conditions") or [])
+        conditions.append(condition("Evicted", "True", reason, f"evicted: {reason}"))
+        await self._status(namespace, name, {"conditions": conditions})
+
+    async def set_finalizers(self, namespace: str, name: str, finalizers: list[str]) -> None:
+        """A worker's Kueue holds a Workload by its resource-in-use finalizer while it uses
+        quota; a delete then only marks it (deletionTimestamp) until the finalizer goes."""
+        await self.custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            namespace,
+            "workloads",
+            name,
+            {"metadata": {"finalizers": finalizers}},
+            _content_type=MERGE,
+        )
+
     async def complete_job(self, namespace: str, name: str) -> None:
         await self.batch.patch_namespaced_job_status(
             name,
