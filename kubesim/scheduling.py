@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_api.pod_requests import pod_spec_requests
+
 from .api import Api
 from .errors import ApiError, conflict, not_found
 from .quantities import milli, resource_list
@@ -15,23 +17,15 @@ POD_KEY = "/pods"
 NODE_KEY = "/nodes"
 
 
+def _amounts(values: object, field: str) -> dict[str, int]:
+    return resource_list(values if isinstance(values, dict) else None)
+
+
 def pod_requests(pod: Obj) -> dict[str, int]:
-    """Effective requests in milli-units: sum of containers, at least the largest init
-    container, plus overhead; every pod also takes one "pods" slot."""
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        for name, value in resource_list(
-            (container.get("resources") or {}).get("requests")
-        ).items():
-            total[name] = total.get(name, 0) + value
-    for container in spec.get("initContainers") or []:
-        for name, value in resource_list(
-            (container.get("resources") or {}).get("requests")
-        ).items():
-            total[name] = max(total.get(name, 0), value)
-    for name, value in resource_list(spec.get("overhead")).items():
-        total[name] = total.get(name, 0) + value
+    """What the pod takes of a node, in milli-units, as kube-scheduler counts it
+    (kueue_api.pod_requests: containers, init containers and sidecars, pod-level resources,
+    overhead); every pod also takes one "pods" slot."""
+    total = pod_spec_requests(pod.get("spec") or {}, _amounts)
     total["pods"] = total.get("pods", 0) + 1000
     return total
 

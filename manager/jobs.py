@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from kueue_api.jsoncopy import json_copy
+from kueue_api.pod_requests import pod_spec_requests
 from kueue_api.pod_sets import job_pod_sets, jobset_pod_sets
 from kueue_api.quantity import Quantity, QuantityError
 from kueue_api.validation import (
@@ -257,31 +258,25 @@ def _annotations(value: Any, field: str) -> None:
 
 
 def _pod_requests(pod_spec: Mapping[str, Any], at: str) -> dict[str, int]:
-    """Per-pod requests: sum of containers, at least the largest init container (Kubernetes)."""
-    totals: dict[str, int] = {}
-    for index, container in enumerate(pod_spec.get("containers") or []):
-        for resource, milli in _container_requests(container, f"{at}.containers[{index}]").items():
-            totals[resource] = totals.get(resource, 0) + milli
-    for index, container in enumerate(pod_spec.get("initContainers") or []):
-        field = f"{at}.initContainers[{index}]"
-        for resource, milli in _container_requests(container, field).items():
-            totals[resource] = max(totals.get(resource, 0), milli)
-    return totals
+    """Per-pod requests (milli) as Kubernetes and the agent count them (kueue_api.pod_requests);
+    a container, resource list or amount that is not well formed is refused, by field."""
+    for kind in ("containers", "initContainers"):
+        for index, container in enumerate(pod_spec.get(kind) or []):
+            field = f"{at}.{kind}[{index}]"
+            _require_mapping(_require_mapping(container, field).get("resources") or {}, field)
+    if pod_spec.get("resources") is not None:
+        _require_mapping(pod_spec["resources"], f"{at}.resources")
+    return pod_spec_requests(pod_spec, _amounts, at)
 
 
-def _container_requests(container: Any, field: str) -> dict[str, int]:
-    container = _require_mapping(container, field)
-    resources = _require_mapping(container.get("resources") or {}, f"{field}.resources")
-    requests = dict(_require_mapping(resources.get("requests") or {}, f"{field}.resources"))
-    limits = _require_mapping(resources.get("limits") or {}, f"{field}.resources.limits")
-    for resource, amount in limits.items():
-        requests.setdefault(resource, amount)  # a limit without a request is the request
+def _amounts(value: object, field: str) -> dict[str, int]:
+    """A resource list in thousandths; ManifestError naming the amount that is not one."""
     result: dict[str, int] = {}
-    for resource, amount in requests.items():
+    for resource, amount in _require_mapping(value or {}, field).items():
         try:
             result[str(resource)] = Quantity.parse(amount).milli_value()
-        except QuantityError as error:
-            raise ManifestError(f"{field}.resources.requests.{resource}", str(error)) from error
+        except (QuantityError, TypeError) as error:
+            raise ManifestError(f"{field}.{resource}", str(error)) from error
     return result
 
 

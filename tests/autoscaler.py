@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesim.nodes import NodeShape, node_object
+from kueue_api.pod_requests import pod_spec_requests
 from kueue_api.quantity import Quantity
 from mkq.realk8s.binaries import PROVISIONING_REQUEST_CRD, module_file
 from mkq.realk8s.clusters import KWOK_ANNOTATION
@@ -54,15 +55,15 @@ def _condition(kind: str, message: str) -> Obj:
     }
 
 
+def _amounts(values: object, field: str) -> dict[str, int]:
+    items = values.items() if isinstance(values, dict) else ()
+    return {str(name): Quantity.parse(amount).milli_value() for name, amount in items}
+
+
 def _pod_requests(template: Obj) -> dict[str, Quantity]:
-    total: dict[str, Quantity] = {}
-    spec = template.get("spec") or {}
-    for container in spec.get("containers") or ():
-        for name, value in ((container.get("resources") or {}).get("requests") or {}).items():
-            total[name] = (
-                total[name] + Quantity(str(value)) if name in total else Quantity(str(value))
-            )
-    return total
+    """What one pod of the template needs of a node (kueue_api.pod_requests)."""
+    milli = pod_spec_requests(template.get("spec") or {}, _amounts)
+    return {name: Quantity.from_milli(value) for name, value in milli.items()}
 
 
 @dataclass

@@ -15,6 +15,8 @@ from fractions import Fraction
 from typing import Any
 
 import kueue_api as api
+from kueue_api.pod_requests import InitContainer, requests_or_limits
+from kueue_api.pod_requests import pod_requests as shared_pod_requests
 from kueue_api.quantity import Quantity
 from worker_agent.engine.amounts import CPU
 from worker_agent.engine.dra import (
@@ -274,22 +276,14 @@ def _afs(afs: api.AdmissionFairSharingConfig | None) -> AdmissionFairSharing | N
 # --- workloads -----------------------------------------------------------------------------
 
 
-def _add(total: dict[str, int], res: Mapping[str, Quantity] | None) -> None:
-    for name, quantity in (res or {}).items():
-        total[name] = total.get(name, 0) + amount(name, quantity)
+def _milli(amounts: Mapping[str, Quantity] | None) -> dict[str, int]:
+    return {name: quantity.milli_value() for name, quantity in (amounts or {}).items()}
 
 
-def _container_requests(container: api.Container) -> dict[str, int]:
-    """Requests, with limits standing in for missing requests (Kueue's AdjustResources)."""
-    resources = container.resources
-    out: dict[str, int] = {}
+def _requested(resources: api.ResourceRequirements | None) -> dict[str, int]:
     if resources is None:
-        return out
-    _add(out, resources.limits)
-    requests: dict[str, int] = {}
-    _add(requests, resources.requests)
-    out.update(requests)
-    return out
+        return {}
+    return requests_or_limits(_milli(resources.requests), _milli(resources.limits))
 
 
 def _real(resource: str, value: int) -> Fraction:
@@ -332,36 +326,18 @@ def pod_requests(
     excluded: tuple[str, ...] = (),
     transformations: tuple[ResourceTransformation, ...] = (),
 ) -> dict[str, int]:
-    """Per-pod requests as Kubernetes computes them (resourcehelpers.PodRequests)."""
-    total: dict[str, int] = {}
-    for container in spec.containers:
-        for name, value in _container_requests(container).items():
-            total[name] = total.get(name, 0) + value
-    sidecars: dict[str, int] = {}
-    init_max: dict[str, int] = {}
-    for container in spec.init_containers or ():
-        requests = _container_requests(container)
-        if container.restart_policy == "Always":
-            for name, value in requests.items():
-                total[name] = total.get(name, 0) + value
-                sidecars[name] = sidecars.get(name, 0) + value
-            effective = dict(sidecars)
-        else:
-            effective = dict(requests)
-            for name, value in sidecars.items():
-                effective[name] = effective.get(name, 0) + value
-        for name, value in effective.items():
-            init_max[name] = max(init_max.get(name, 0), value)
-    for name, value in init_max.items():
-        total[name] = max(total.get(name, 0), value)
-    if spec.resources is not None:
-        pod_level: dict[str, int] = {}
-        _add(pod_level, spec.resources.limits)
-        explicit: dict[str, int] = {}
-        _add(explicit, spec.resources.requests)
-        pod_level.update(explicit)
-        total.update(pod_level)
-    _add(total, spec.overhead)
+    """Per-pod requests as Kubernetes computes them (kueue_api.pod_requests), in Kueue's
+    units: CPU in millicores, every other resource the total's Value(), rounded up."""
+    milli = shared_pod_requests(
+        [_requested(c.resources) for c in spec.containers],
+        [
+            InitContainer(_requested(c.resources), sidecar=c.restart_policy == "Always")
+            for c in spec.init_containers or ()
+        ],
+        _requested(spec.resources) if spec.resources is not None else None,
+        _milli(spec.overhead),
+    )
+    total = {k: v if k == CPU else -(-v // 1000) for k, v in milli.items()}
     if excluded:
         total = {k: v for k, v in total.items() if not any(k.startswith(p) for p in excluded)}
     if transformations:

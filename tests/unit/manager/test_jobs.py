@@ -49,6 +49,18 @@ def test_a_job_parses_with_total_requests() -> None:
     assert job.requests == {"cpu": "1500m", "memory": "3221225472"}
 
 
+def test_a_jobs_requests_count_sidecars_and_overhead_as_the_agent_does() -> None:
+    """The manager's estimate of a job is what its workers' Kueue will charge
+    (kueue_api.pod_requests): a sidecar runs beside the app containers, overhead on top."""
+    body = copy.deepcopy(JOB)
+    pod = body["spec"]["template"]["spec"]
+    pod["initContainers"] = [
+        {"name": "proxy", "restartPolicy": "Always", "resources": {"limits": {"cpu": "250m"}}}
+    ]
+    pod["overhead"] = {"cpu": "50m"}
+    assert parse_job(body).requests == {"cpu": "2400m", "memory": "3221225472"}
+
+
 @pytest.mark.parametrize(
     ("mutate", "field"),
     [
@@ -66,6 +78,16 @@ def test_a_job_parses_with_total_requests() -> None:
             "spec.template.spec.containers[0].resources.requests.cpu",
         ),
         (lambda j: j["spec"].update(parallelism=-1), "spec.parallelism"),
+        (
+            lambda j: j["spec"]["template"]["spec"].update(overhead={"cpu": "x"}),
+            "spec.template.spec.overhead.cpu",
+        ),
+        (
+            lambda j: j["spec"]["template"]["spec"]["containers"][0]["resources"].update(
+                limits="8"
+            ),
+            "spec.template.spec.containers[0].resources.limits",
+        ),
     ],
 )
 def test_a_broken_job_names_the_field(mutate, field) -> None:  # type: ignore[no-untyped-def]
