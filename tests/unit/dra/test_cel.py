@@ -46,37 +46,38 @@ def matches(expression: str, device: CELDevice = GPU) -> bool:
     return compile_selector(expression).matches(device)
 
 
-@pytest.mark.parametrize(
-    ("expression", "expected"),
-    [
-        ("device.driver == 'gpu.example.com'", True),
-        ('device.driver == "other.example.com"', False),
-        ("device.attributes['gpu.example.com'].type == 'mig'", True),
-        ('device.attributes["gpu.example.com"]["profile"] == "1g.5gb"', True),
-        ("device.attributes['vendor.example.com'].family == 'ampere'", True),
-        ("device.attributes['gpu.example.com'].index >= 3 && !(device.driver != 'x')", False),
-        ("device.attributes['gpu.example.com'].index in [1, 2, 3]", True),
-        ("'profile' in device.attributes['gpu.example.com']", True),
-        ("has(device.attributes['gpu.example.com'].model)", False),
-        ("device.attributes['gpu.example.com'].healthy", True),
-        ("device.attributes['gpu.example.com'].type.startsWith('mi')", True),
-        ("device.capacity['gpu.example.com'].memory.compareTo(quantity('32Gi')) >= 0", True),
-        ("device.capacity['gpu.example.com'].memory.isLessThan(quantity('32Gi'))", False),
-        ("device.capacity['gpu.example.com'].memory == quantity('40Gi')", True),
-        (f"{ATTRS}.driverVersion == {ATTRS}.driverVersion", True),
-        (f"{ATTRS}.driverVersion.isGreaterThan(semver('1.1.9'))", True),
-        (f"{ATTRS}.driverVersion.major() == 1 && {ATTRS}.driverVersion.minor() == 2", True),
-        # Beyond the subset the hand-written evaluator knew: macros, arithmetic, matches.
-        (f"{ATTRS}.profile.matches('^[0-9]g\\\\.[0-9]+gb$')", True),
-        (f"{ATTRS}.index * 2 + 1 == 7", True),
-        (f"['mig', 'full'].exists(t, t == {ATTRS}.type)", True),
-        (f"[1, 2, 3].filter(i, i < {ATTRS}.index).size() == 2", True),
-        (f"{ATTRS}.type == 'mig' ? {ATTRS}.index > 2 : false", True),
-        (f"cel.bind(gpu, {ATTRS}, gpu.type == 'mig' && gpu.healthy)", True),
-        (f"{ATTRS}.profile.split('.')[0] == '1g'", True),
-        ("device.capacity['gpu.example.com'].memory.asApproximateFloat() > 4e10", True),
-    ],
-)
+# Selectors on GPU above, and whether each selects it.
+SELECTOR_CASES: list[tuple[str, bool]] = [
+    ("device.driver == 'gpu.example.com'", True),
+    ('device.driver == "other.example.com"', False),
+    ("device.attributes['gpu.example.com'].type == 'mig'", True),
+    ('device.attributes["gpu.example.com"]["profile"] == "1g.5gb"', True),
+    ("device.attributes['vendor.example.com'].family == 'ampere'", True),
+    ("device.attributes['gpu.example.com'].index >= 3 && !(device.driver != 'x')", False),
+    ("device.attributes['gpu.example.com'].index in [1, 2, 3]", True),
+    ("'profile' in device.attributes['gpu.example.com']", True),
+    ("has(device.attributes['gpu.example.com'].model)", False),
+    ("device.attributes['gpu.example.com'].healthy", True),
+    ("device.attributes['gpu.example.com'].type.startsWith('mi')", True),
+    ("device.capacity['gpu.example.com'].memory.compareTo(quantity('32Gi')) >= 0", True),
+    ("device.capacity['gpu.example.com'].memory.isLessThan(quantity('32Gi'))", False),
+    ("device.capacity['gpu.example.com'].memory == quantity('40Gi')", True),
+    (f"{ATTRS}.driverVersion == {ATTRS}.driverVersion", True),
+    (f"{ATTRS}.driverVersion.isGreaterThan(semver('1.1.9'))", True),
+    (f"{ATTRS}.driverVersion.major() == 1 && {ATTRS}.driverVersion.minor() == 2", True),
+    # Beyond the subset the hand-written evaluator knew: macros, arithmetic, matches.
+    (f"{ATTRS}.profile.matches('^[0-9]g\\\\.[0-9]+gb$')", True),
+    (f"{ATTRS}.index * 2 + 1 == 7", True),
+    (f"['mig', 'full'].exists(t, t == {ATTRS}.type)", True),
+    (f"[1, 2, 3].filter(i, i < {ATTRS}.index).size() == 2", True),
+    (f"{ATTRS}.type == 'mig' ? {ATTRS}.index > 2 : false", True),
+    (f"cel.bind(gpu, {ATTRS}, gpu.type == 'mig' && gpu.healthy)", True),
+    (f"{ATTRS}.profile.split('.')[0] == '1g'", True),
+    ("device.capacity['gpu.example.com'].memory.asApproximateFloat() > 4e10", True),
+]
+
+
+@pytest.mark.parametrize(("expression", "expected"), SELECTOR_CASES)
 def test_selectors_read_driver_attributes_and_capacity(expression: str, expected: bool) -> None:
     assert matches(expression) is expected
 
