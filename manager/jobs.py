@@ -16,6 +16,7 @@ import orjson
 from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_requests import pod_spec_requests
 from kueue_api.pod_sets import job_pod_sets, jobset_pod_sets
+from kueue_api.priority import PriorityClassRef, pod_priority_class_name
 from kueue_api.quantity import Quantity, QuantityError
 from kueue_api.validation import (
     DNS_LABEL_PATTERN,
@@ -57,7 +58,8 @@ class SubmittedJob:
     name: str
     kind: str
     queue: str
-    priority_class: str | None
+    priority_class: str | None  # the kueue.x-k8s.io/priority-class label
+    pod_priority_class: str | None  # the first pod template's priorityClassName
     parallelism: int
     requests: dict[str, str]  # resource -> canonical quantity, for the whole workload
     manifest: dict[str, Any]
@@ -128,6 +130,7 @@ def parse_job(manifest: Any) -> SubmittedJob:
         pods, total_milli = _jobset_demand(spec)
     else:
         pods, total_milli = _job_demand(spec, "spec")
+    pod_sets = jobset_pod_sets(dict(body)) if found is JOBSET else job_pod_sets(dict(body))
     clean = json_copy(dict(body))
     clean_meta = clean["metadata"]
     clean_meta["namespace"] = namespace
@@ -145,6 +148,7 @@ def parse_job(manifest: Any) -> SubmittedJob:
         kind=found.kind,
         queue=queue,
         priority_class=priority_class if isinstance(priority_class, str) else None,
+        pod_priority_class=pod_priority_class_name(pod_sets),
         parallelism=pods,
         requests={r: str(Quantity.from_milli(milli)) for r, milli in total_milli.items()},
         manifest=clean,
@@ -291,7 +295,7 @@ def workload_copy(
     *,
     workload_name: str,
     origin: str,
-    priority_class: str | None,
+    priority_class: PriorityClassRef | None,
     priority: int,
 ) -> dict[str, Any]:
     """The Workload each nominated worker gets: metadata and spec, no status, labelled by origin."""
@@ -304,13 +308,9 @@ def workload_copy(
             else job_pod_sets(dict(manifest))
         ),
     }
-    if priority_class:
-        workload_spec["priorityClassRef"] = {
-            "group": KUEUE_GROUP,
-            "kind": "WorkloadPriorityClass",
-            "name": priority_class,
-        }
-        workload_spec["priority"] = priority
+    if priority_class is not None:
+        workload_spec["priorityClassRef"] = priority_class.to_json()
+    workload_spec["priority"] = priority
     return {
         "apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}",
         "kind": "Workload",

@@ -50,6 +50,7 @@ from worker_agent.resources import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     PODS,
+    PRIORITY_CLASSES,
     WORKLOADS,
     ResourceType,
 )
@@ -352,7 +353,8 @@ def informed_resources(
 ) -> list[ResourceType]:
     """Every type the agent lists and watches: the engine's, the jobs', the checks'."""
     watched = (rt for c in checks for rt in (*c.watches, *c.activity_watches))
-    return list(dict.fromkeys([*ENGINE_RESOURCES, *(i.resource for i in integrations), *watched]))
+    jobs = (*(i.resource for i in integrations), PRIORITY_CLASSES)
+    return list(dict.fromkeys([*ENGINE_RESOURCES, *jobs, *watched]))
 
 
 class Agent:

@@ -70,6 +70,11 @@ JOBS = ResourceType("batch", "v1", "jobs", "Job", True)
 JOBSETS = ResourceType("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", True)
 LEASES = ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True)
 POD_TEMPLATES = ResourceType("", "v1", "podtemplates", "PodTemplate", True)
+# The pods' priority classes, which give a Workload its priority when no WorkloadPriorityClass
+# does (kueue_api.priority).
+PRIORITY_CLASSES = ResourceType(
+    "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False
+)
 # cluster-autoscaler's API, which Kueue's ProvisioningRequest admission check writes.
 PROVISIONING_REQUESTS = ResourceType(
     "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", True

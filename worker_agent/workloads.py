@@ -15,12 +15,19 @@ from typing import Any
 from kueue_api.conditions import condition_true, find_condition, set_condition
 from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
+from kueue_api.priority import (
+    Priority,
+    PriorityClassNotFound,
+    pod_priority_class,
+    pod_priority_class_name,
+    resolve_priority,
+)
 from kueue_api.timestamps import parse_time, rfc3339
 from worker_agent.admission_checks import states as checks
 from worker_agent.cache import ObjectCache
 from worker_agent.engine import retry_time
 from worker_agent.engine.checks import UNSATISFIED_CHECKS_MESSAGE, UNSATISFIED_CHECKS_REASON
-from worker_agent.integrations.base import DEFAULT_PRIORITY_CLASS, PodSetInfo
+from worker_agent.integrations.base import PodSetInfo
 from worker_agent.resources import KUEUE_GROUP, KUEUE_VERSION
 from worker_agent.topology import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
 
@@ -89,19 +96,20 @@ def owner_reference(owner: JsonObject, controller: bool = True) -> JsonObject:
 
 
 def workload_priority(
-    named: str | None, classes: ObjectCache
-) -> tuple[str | None, int | None] | None:
-    """The priority class and value a new Workload gets from its job or pods: the named
-    WorkloadPriorityClass, or with none named the one called `default` when it exists (Kueue's
-    WorkloadPriorityClassDefaulting, on since 0.20, for every job kind and for pods). None:
-    the named class does not exist (yet)."""
-    if named is None:
-        default = classes.get(DEFAULT_PRIORITY_CLASS)
-        if default is None:
-            return None, None
-        return DEFAULT_PRIORITY_CLASS, int(default.get("value") or 0)
-    wpc = classes.get(named)
-    return None if wpc is None else (named, int(wpc.get("value") or 0))
+    named: str | None,
+    pod_sets: list[JsonObject],
+    workload_classes: ObjectCache,
+    pod_classes: ObjectCache,
+) -> Priority | PriorityClassNotFound:
+    """The priority a new Workload gets from its job or pods (kueue_api.priority): the named
+    WorkloadPriorityClass, else the one called `default`, else the pods' PriorityClass, else
+    the cluster's global default."""
+    return resolve_priority(
+        named,
+        pod_priority_class_name(pod_sets),
+        {str(o["metadata"]["name"]): int(o.get("value") or 0) for o in workload_classes.values()},
+        dict(pod_priority_class(o) for o in pod_classes.values()),
+    )
 
 
 def new_workload(
@@ -109,21 +117,16 @@ def new_workload(
     owner: JsonObject,
     queue_name: str,
     pod_sets: list[JsonObject],
-    priority_class: str | None,
-    priority: int | None,
+    priority: Priority,
 ) -> JsonObject:
     """The Workload a job gets: owned by the job, labelled with its uid, with the job's
     ProvisioningRequest parameters (Kueue's jobframework copies `provreq.kueue.x-k8s.io/`
     annotations, pkg/controller/jobframework/utils.go)."""
     meta = owner.get("metadata") or {}
     spec: JsonObject = {"queueName": queue_name, "podSets": pod_sets, "active": True}
-    if priority_class is not None and priority is not None:
-        spec["priorityClassRef"] = {
-            "group": KUEUE_GROUP,
-            "kind": "WorkloadPriorityClass",
-            "name": priority_class,
-        }
-        spec["priority"] = priority
+    if priority.ref is not None:
+        spec["priorityClassRef"] = priority.ref.to_json()
+    spec["priority"] = priority.value
     workload: JsonObject = {
         "apiVersion": WORKLOAD_API_VERSION,
         "kind": "Workload",

@@ -46,6 +46,7 @@ class WorkloadRecord:
     workload_name: str
     queue: str
     priority_class: str | None
+    priority_class_kind: str | None
     priority: int
     source: str
     manifest: dict[str, Any]

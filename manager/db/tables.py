@@ -102,6 +102,8 @@ class WorkloadRow(Base):
     workload_name: Mapped[str] = mapped_column(String(253))
     queue: Mapped[str] = mapped_column(String(253))
     priority_class: Mapped[str | None] = mapped_column(String(253), nullable=True)
+    # WorkloadPriorityClass (NULL) or PriorityClass: see kueue_api.priority.
+    priority_class_kind: Mapped[str | None] = mapped_column(String(32), nullable=True)
     priority: Mapped[int] = mapped_column(Integer, default=0)
     # "api" or "manager-cluster".
     source: Mapped[str] = mapped_column(String(32), default="api")

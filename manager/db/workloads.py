@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import joinedload, selectinload
 from sqlalchemy.sql import FromClause
 
+from kueue_api.priority import Priority
 from manager import states
 from manager.db.events import EventSpec, event_follower, event_params
 from manager.db.guarded import Follower, Guard, GuardedWrite, GuardedWriter
@@ -49,7 +50,7 @@ def new_workload_row(
     *,
     uid: str,
     workload_name: str,
-    priority: int,
+    priority: Priority,
     source: str,
     now: datetime,
     message: str | None = None,
@@ -66,8 +67,9 @@ def new_workload_row(
         uid=uid,
         workload_name=workload_name,
         queue=job.queue,
-        priority_class=job.priority_class,
-        priority=priority,
+        priority_class=priority.ref.name if priority.ref is not None else None,
+        priority_class_kind=priority.ref.kind if priority.ref is not None else None,
+        priority=priority.value,
         source=source,
         manifest=job.manifest,
         requests=job.requests,

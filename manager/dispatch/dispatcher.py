@@ -20,6 +20,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from sqlalchemy import select
 
+from kueue_api.priority import PriorityClassRef
 from kueue_api.quantity import Quantity, QuantityError
 from manager import states
 from manager.db import clusters as cluster_queries
@@ -904,7 +905,7 @@ class Dispatcher:
             row.manifest,
             workload_name=row.workload_name,
             origin=self.settings.origin,
-            priority_class=row.priority_class,
+            priority_class=PriorityClassRef.named(row.priority_class, row.priority_class_kind),
             priority=row.priority,
         )
         missing = [

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -554,25 +554,52 @@ class ClusterConnection:
     async def read_custom(
         self, plural: str, name: str, namespace: str | None = None
     ) -> dict[str, Any] | None:
-        """One Kueue object by name, or None when it does not exist.
+        """One Kueue object by name, or None when it does not exist."""
+        api = client.CustomObjectsApi(self._connected())
+        if namespace is None:
+            call = api.get_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural, name)
+        else:
+            call = api.get_namespaced_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, namespace, plural, name
+            )
+        found: dict[str, Any] | None = await self._read(call, missing_is_none=True)
+        return found
 
-        Raises Unreachable when the connection is down or is replaced while the read is in
-        flight (a reconnect closes the client under it)."""
+    async def read_priority_class(self, name: str) -> dict[str, Any] | None:
+        """A PriorityClass (scheduling.k8s.io) by name, as JSON; None when it does not exist."""
+        api_client = self._connected()
+        found = await self._read(
+            client.SchedulingV1Api(api_client).read_priority_class(name), missing_is_none=True
+        )
+        return None if found is None else dict(api_client.sanitize_for_serialization(found))
+
+    async def list_priority_classes(self) -> list[dict[str, Any]]:
+        """Every PriorityClass, as JSON (a cluster has a few)."""
+        api_client = self._connected()
+        found = await self._read(
+            client.SchedulingV1Api(api_client).list_priority_class(), missing_is_none=False
+        )
+        return [dict(api_client.sanitize_for_serialization(item)) for item in found.items]
+
+    def _connected(self) -> client.ApiClient:
         if self._api is None:
             raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
-        api = client.CustomObjectsApi(self._api)
-        await self._bucket.acquire()
+        return self._api
+
+    async def _read(self, call: Coroutine[Any, Any, Any], *, missing_is_none: bool) -> Any:
+        """One read, with the connection's rate limit and deadline.
+
+        Raises Unreachable when the connection is replaced while the read is in flight (a
+        reconnect closes the client under it), or when the worker cannot tell."""
         try:
-            if namespace is None:
-                call = api.get_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural, name)
-            else:
-                call = api.get_namespaced_custom_object(
-                    KUEUE_GROUP, KUEUE_VERSION, namespace, plural, name
-                )
-            result: dict[str, Any] = await asyncio.wait_for(call, self._settings.request_timeout)
-            return result
+            await self._bucket.acquire()
+        except BaseException:
+            call.close()
+            raise
+        try:
+            return await asyncio.wait_for(call, self._settings.request_timeout)
         except ApiException as error:
-            if error.status == 404:
+            if error.status == 404 and missing_is_none:
                 return None
             # Forbidden, throttled, failing: this worker cannot tell; the caller asks another.
             raise Unreachable(

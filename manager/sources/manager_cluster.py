@@ -32,6 +32,7 @@ from sqlalchemy.orm import load_only
 
 from kueue_api.documents import DocumentError, load_yaml
 from kueue_api.events import build_event
+from kueue_api.priority import PriorityClassNotFound, PriorityClassRef
 from kueue_api.timestamps import rfc3339
 from kueue_api.webhooks.server import WebhookServer
 from manager import states
@@ -55,6 +56,7 @@ from manager.jobs import (
     parse_job,
     workload_name,
 )
+from manager.priority import job_priority
 from manager.remote.api_errors import status_message
 from manager.remote.connection import (
     JOBS,
@@ -113,6 +115,7 @@ _ROW_COLUMNS = (
     WorkloadRow.message,
     WorkloadRow.priority,
     WorkloadRow.priority_class,
+    WorkloadRow.priority_class_kind,
     WorkloadRow.kind,
     WorkloadRow.source,
     WorkloadRow.quota_reserved,
@@ -548,12 +551,26 @@ class ManagerClusterSource:
                     kind, meta["namespace"], meta["name"], {"spec": {"suspend": True}}
                 )
         uid = str(meta.get("uid") or "")
+        try:
+            priority = await job_priority(parsed, self)
+        except ApiException as error:
+            log.info(
+                "Job %s/%s: priority classes not read: %s",
+                meta["namespace"],
+                meta["name"],
+                error.reason,
+            )
+            return  # the next pass tries again
+        if isinstance(priority, PriorityClassNotFound):
+            # Kueue on the manager cluster makes no Workload for it until the class exists.
+            log.warning("Job %s/%s: %s", meta["namespace"], meta["name"], priority.message)
+            return
         now = runtime.clock.now()
         row = workload_queries.new_workload_row(
             parsed,
             uid=uid,
             workload_name=workload_name(kind.kind, parsed.name, uid, kind.group),
-            priority=await self._priority(parsed.priority_class),
+            priority=priority,
             source=SOURCE,
             now=now,
             message=WAITING_FOR_WORKLOAD,
@@ -567,17 +584,34 @@ class ManagerClusterSource:
             return  # the same name was submitted through REST; that one is dispatched
         runtime.dispatcher.workload_added(row)
 
-    async def _priority(self, name: str | None) -> int:
-        if not name:
-            return 0
+    # ---- manager.priority.ClassReader: the manager cluster's priority classes ----------
+
+    async def read_custom(
+        self, plural: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
         custom = client.CustomObjectsApi(self._api)
         try:
-            found = await custom.get_cluster_custom_object(
-                KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", name
+            found: dict[str, Any] = await custom.get_cluster_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, plural, name
             )
-        except ApiException:
-            return 0
-        return int(found.get("value") or 0)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return found
+
+    async def read_priority_class(self, name: str) -> dict[str, Any] | None:
+        try:
+            found = await client.SchedulingV1Api(self._api).read_priority_class(name)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return dict(self._api.sanitize_for_serialization(found))
+
+    async def list_priority_classes(self) -> list[dict[str, Any]]:
+        found = await client.SchedulingV1Api(self._api).list_priority_class()
+        return [dict(self._api.sanitize_for_serialization(item)) for item in found.items]
 
     async def _sync_status(self, job: dict[str, Any], row: WorkloadRow) -> None:
         """Copy the worker Job's status to the manager's Job (which never runs itself)."""
@@ -711,7 +745,7 @@ class ManagerClusterSource:
         body = standalone_workload(
             manifest,
             workload_name=row.workload_name,
-            priority_class=row.priority_class,
+            priority_class=PriorityClassRef.named(row.priority_class, row.priority_class_kind),
             priority=row.priority,
         )
         custom = client.CustomObjectsApi(self._api)

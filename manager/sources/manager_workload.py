@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueue_api.conditions import condition_true, find_condition
+from kueue_api.priority import PriorityClassRef
 from manager import states
 from manager.jobs import MANAGED_BY, ORIGIN_LABEL, workload_copy
 
@@ -65,7 +66,7 @@ def standalone_workload(
     manifest: Mapping[str, Any],
     *,
     workload_name: str,
-    priority_class: str | None,
+    priority_class: PriorityClassRef | None,
     priority: int,
 ) -> dict[str, Any]:
     """The Workload a REST submission gets in the manager cluster: no owner (there is no job

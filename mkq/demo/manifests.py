@@ -19,6 +19,7 @@ RESOURCE_TYPES: dict[str, ResourceType] = {
         ResourceType("", "v1", "namespaces", "Namespace", namespaced=False),
         ResourceType("", "v1", "secrets", "Secret", namespaced=True),
         ResourceType("batch", "v1", "jobs", "Job", namespaced=True),
+        ResourceType("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False),
         ResourceType("kueue.x-k8s.io", "v1beta2", "resourceflavors", "ResourceFlavor", False),
         ResourceType("kueue.x-k8s.io", "v1beta2", "clusterqueues", "ClusterQueue", False),
         ResourceType("kueue.x-k8s.io", "v1beta2", "localqueues", "LocalQueue", True),

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from kueue_api.conditions import find_condition
+from kueue_api.priority import Priority, PriorityClassNotFound, PriorityClassRef
 from kueue_api.workload_names import workload_name_for_owner
 from worker_agent import workload_slices as slices
 from worker_agent import workloads as wl
@@ -40,6 +41,7 @@ from worker_agent.kube_client import ApiError
 from worker_agent.resources import (
     JOBS,
     LOCAL_QUEUES,
+    PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
     WORKLOAD_PRIORITY_CLASSES,
     WORKLOADS,
@@ -180,18 +182,21 @@ class JobController:
         if integration.prebuilt_workload_name(job):
             return None  # wait for the prebuilt Workload to appear
         queue_name = integration.queue_name(job) or ""
-        named = integration.priority_class_name(job)
-        priority = wl.workload_priority(named, self._informers.cache(WORKLOAD_PRIORITY_CLASSES))
-        if priority is None:
-            self._recorder.warning(
-                job, "ErrWorkloadCompose", f"WorkloadPriorityClass {named} not found"
-            )
+        pod_sets = integration.pod_sets(job)
+        priority = wl.workload_priority(
+            integration.priority_class_name(job),
+            pod_sets,
+            self._informers.cache(WORKLOAD_PRIORITY_CLASSES),
+            self._informers.cache(PRIORITY_CLASSES),
+        )
+        if isinstance(priority, PriorityClassNotFound):
+            self._recorder.warning(job, "ErrWorkloadCompose", priority.message)
             return 5.0
         meta = job.get("metadata") or {}
         name = workload_name_for_owner(
             str(meta.get("name")), str(meta.get("uid")), self.rt.kind, self.rt.group
         )
-        workload = wl.new_workload(name, job, queue_name, integration.pod_sets(job), *priority)
+        workload = wl.new_workload(name, job, queue_name, pod_sets, priority)
         if self._elastic(job):
             workload = slices.mark_elastic(workload)
         try:
@@ -417,14 +422,15 @@ class JobController:
             extra=str(meta.get("generation") or ""),
         )
         spec = active.get("spec") or {}
-        ref = spec.get("priorityClassRef") or {}
         base = wl.new_workload(
             name,
             job,
             str(spec.get("queueName") or ""),
             self.integration.pod_sets(job),
-            ref.get("name"),
-            spec.get("priority"),
+            Priority(
+                PriorityClassRef.from_json(spec.get("priorityClassRef")),
+                int(spec.get("priority") or 0),
+            ),
         )
         try:
             await self._writer.create(WORKLOADS, slices.new_slice(base, active))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from kueue_api.priority import PriorityClassNotFound
 from kueue_api.workload_names import workload_name_for_owner
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
@@ -27,7 +28,13 @@ from worker_agent.integrations.base import (
     labels_of,
 )
 from worker_agent.kube_client import ApiError
-from worker_agent.resources import PODS, RESOURCE_FLAVORS, WORKLOAD_PRIORITY_CLASSES, WORKLOADS
+from worker_agent.resources import (
+    PODS,
+    PRIORITY_CLASSES,
+    RESOURCE_FLAVORS,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+)
 from worker_agent.writer import ObjectWriter
 
 log = logging.getLogger(__name__)
@@ -134,20 +141,23 @@ class PodGroupController:
             return None  # wait for the whole group
         first = members[0]
         labels = labels_of(first)
-        named = labels.get(PRIORITY_CLASS_LABEL) or None
-        priority = wl.workload_priority(named, self._informers.cache(WORKLOAD_PRIORITY_CLASSES))
-        if priority is None:
-            self._recorder.warning(
-                first, "ErrWorkloadCompose", f"WorkloadPriorityClass {named} not found"
-            )
+        pod_sets = pods_api.pod_sets(members)
+        priority = wl.workload_priority(
+            labels.get(PRIORITY_CLASS_LABEL) or None,
+            pod_sets,
+            self._informers.cache(WORKLOAD_PRIORITY_CLASSES),
+            self._informers.cache(PRIORITY_CLASSES),
+        )
+        if isinstance(priority, PriorityClassNotFound):
+            self._recorder.warning(first, "ErrWorkloadCompose", priority.message)
             return 5.0
         name = self._workload_name(key, members)
         workload = wl.new_workload(
             name,
             first,
             labels.get(QUEUE_NAME_LABEL, ""),
-            pods_api.pod_sets(members),
-            *priority,
+            pod_sets,
+            priority,
         )
         group = "/group/" in key
         workload["metadata"]["ownerReferences"] = [

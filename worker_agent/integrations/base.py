@@ -20,7 +20,6 @@ PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 DEFAULT_LOCAL_QUEUE = "default"
-DEFAULT_PRIORITY_CLASS = "default"
 
 
 @dataclass(frozen=True)

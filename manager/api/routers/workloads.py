@@ -10,6 +10,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
+from kueue_api.priority import WORKLOAD_PRIORITY_CLASS, Priority, PriorityClassNotFound
 from manager import states
 from manager.api.bodies import body_schema, read_document
 from manager.api.deps import Runtime, User
@@ -33,10 +34,12 @@ from manager.jobs import (
     PRIORITY_CLASS_LABEL,
     QUEUE_LABEL,
     ManifestError,
+    SubmittedJob,
     job_kind,
     parse_job,
     workload_name,
 )
+from manager.priority import job_priority
 from manager.remote.api_errors import status_message
 from manager.remote.connection import LOCAL_QUEUES, Unreachable
 from manager.sources.manager_workload import WAITING_FOR_QUOTA
@@ -64,25 +67,32 @@ async def _queue_exists(runtime: Runtime, namespace: str, queue: str) -> bool | 
     return False if answered else None
 
 
-async def _priority(runtime: Runtime, name: str | None) -> int:
-    if not name:
-        return 0
-    answered = False
+async def _priority(runtime: Runtime, job: SubmittedJob) -> Priority:
+    """Kueue's rule on the first worker that can tell (manager.priority); a class that no
+    answering worker holds is refused; with no worker answering, priority 0."""
+    missing: PriorityClassNotFound | None = None
     for conn in runtime.dispatcher.ready_connections().values():
         try:
-            found = await conn.read_custom("workloadpriorityclasses", name)
+            found = await job_priority(job, conn)
         except Unreachable:
             continue
-        answered = True
-        if found is not None:
-            return int(found.get("value") or 0)
-    if not answered:
-        return 0
+        if isinstance(found, Priority):
+            return found
+        missing = found
+    if missing is None:
+        return Priority(None, 0)
+    field = (
+        f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
+        if missing.ref.kind == WORKLOAD_PRIORITY_CLASS
+        else "spec.replicatedJobs[*].template.spec.template.spec.priorityClassName"
+        if job.kind == "JobSet"
+        else "spec.template.spec.priorityClassName"
+    )
     raise ApiError(
         422,
         "UnknownPriorityClass",
-        f"WorkloadPriorityClass {name!r} does not exist in any connected worker",
-        f"metadata.labels[{PRIORITY_CLASS_LABEL}]",
+        f"{missing.ref.kind} {missing.ref.name!r} does not exist in any connected worker",
+        field,
     )
 
 
@@ -108,7 +118,7 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
             f"LocalQueue {job.namespace}/{job.queue} does not exist in any connected worker",
             f"metadata.labels[{QUEUE_LABEL}]",
         )
-    priority = await _priority(runtime, job.priority_class)
+    priority = await _priority(runtime, job)
     uid = str(uuid.uuid4())
     now = runtime.clock.now()
     gate = runtime.manager_queues

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubernetes_asyncio import client
+
 from manager.remote.connection import WORKLOADS
 from manager.settings import ManagerSettings
 from tests.integration.manager.harness import RunningManager, eventually, serve_manager
@@ -428,6 +430,48 @@ async def test_priority_comes_from_the_workers_priority_class(settings: ManagerS
         (copy_,) = await eventually(copied)
         assert copy_["spec"]["priority"] == 100
         assert copy_["spec"]["priorityClassRef"]["name"] == "high"
+
+
+async def test_without_a_workload_priority_class_the_pods_priority_class_counts(
+    settings: ManagerSettings,
+) -> None:
+    """Kueue's rule (kueue_api.priority) on a REST submission: the pod template's
+    PriorityClass, else the worker's global default; a class no worker has is refused."""
+    async with workers("w1") as pairs, serve_manager(settings) as manager:
+        cluster, double = pairs[0]
+        scheduling = client.SchedulingV1Api(double.api)
+        for name, value, default in (("batch", 50, False), ("everyone", 3, True)):
+            await scheduling.create_priority_class(
+                {"metadata": {"name": name}, "value": value, "globalDefault": default}
+            )
+        await manager.register("w1", cluster.kubeconfig)
+        await wait_connected(manager, "w1")
+        named = job("pod-class")
+        named["spec"]["template"]["spec"]["priorityClassName"] = "batch"
+        record = (await manager.client.post("/api/v1/workloads", json=named)).json()
+        assert (record["priorityClass"], record["priority"]) == ("batch", 50)
+        plain = (await manager.client.post("/api/v1/workloads", json=job("plain"))).json()
+        assert (plain["priorityClass"], plain["priority"]) == ("everyone", 3)
+
+        async def copied() -> list[dict[str, Any]]:
+            return [
+                w
+                for w in await double.workloads()
+                if w["metadata"]["name"] == record["workloadName"]
+            ]
+
+        (copy_,) = await eventually(copied)
+        assert copy_["spec"]["priority"] == 50
+        assert copy_["spec"]["priorityClassRef"] == {
+            "group": "scheduling.k8s.io",
+            "kind": "PriorityClass",
+            "name": "batch",
+        }
+        missing = job("missing-class")
+        missing["spec"]["template"]["spec"]["priorityClassName"] = "nowhere"
+        refused = await manager.client.post("/api/v1/workloads", json=missing)
+        assert refused.status_code == 422, refused.text
+        assert "PriorityClass 'nowhere' does not exist" in refused.text
 
 
 async def test_a_report_about_an_earlier_copy_does_not_elect(settings: ManagerSettings) -> None:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import yaml
 
+from kueue_api.priority import Priority
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
 from worker_agent.engine import schedule
@@ -44,7 +45,7 @@ def job_workload(name: str, cpus: int) -> dict:
     job["metadata"]["uid"] = f"uid-{name}"
     job["spec"]["parallelism"] = job["spec"]["completions"] = cpus
     pod_sets = BatchJobIntegration().pod_sets(job)
-    workload = wl.new_workload(f"job-{name}", job, "user-queue", pod_sets, None, None)
+    workload = wl.new_workload(f"job-{name}", job, "user-queue", pod_sets, Priority(None, 0))
     workload["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
     workload["metadata"]["uid"] = f"wl-{name}"
     return workload

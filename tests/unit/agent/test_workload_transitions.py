@@ -3,6 +3,7 @@
 from datetime import UTC, datetime
 
 from kueue_api.conditions import find_condition
+from kueue_api.priority import Priority, PriorityClassNotFound, PriorityClassRef
 from worker_agent import workloads as wl
 from worker_agent.cache import ObjectCache
 
@@ -127,12 +128,29 @@ def test_pods_ready_timeout_evicts_and_backs_off_exponentially() -> None:
     assert wl.backoff_remaining(twice, later) == 120
 
 
-def test_a_new_workload_takes_the_named_priority_class_or_else_the_default_one() -> None:
-    classes = ObjectCache()
-    classes.upsert({"metadata": {"name": "high"}, "value": 1000})
-    assert wl.workload_priority("high", classes) == ("high", 1000)
-    assert wl.workload_priority("missing", classes) is None
-    assert wl.workload_priority(None, classes) == (None, None)
-    classes.upsert({"metadata": {"name": "default"}, "value": 7})
-    assert wl.workload_priority(None, classes) == ("default", 7)
-    assert wl.workload_priority("high", classes) == ("high", 1000)
+def test_a_new_workload_takes_its_priority_from_the_informed_classes() -> None:
+    """The agent reads kueue_api.priority's inputs from its caches, and writes Kueue's
+    priorityClassRef and priority."""
+    workload_classes, pod_classes = ObjectCache(), ObjectCache()
+    pod_sets = [{"name": "main", "template": {"spec": {"priorityClassName": "batch"}}}]
+    assert isinstance(
+        wl.workload_priority(None, pod_sets, workload_classes, pod_classes), PriorityClassNotFound
+    )
+    pod_classes.upsert({"metadata": {"name": "batch"}, "value": 50})
+    priority = wl.workload_priority(None, pod_sets, workload_classes, pod_classes)
+    assert priority == Priority(PriorityClassRef("PriorityClass", "batch"), 50)
+    workload_classes.upsert({"metadata": {"name": "high"}, "value": 1000})
+    assert wl.workload_priority("high", pod_sets, workload_classes, pod_classes) == Priority(
+        PriorityClassRef("WorkloadPriorityClass", "high"), 1000
+    )
+    job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}, "kind": "Job"}
+    spec = wl.new_workload("job-j", job, "q", pod_sets, priority)["spec"]
+    assert spec["priorityClassRef"] == {
+        "group": "scheduling.k8s.io",
+        "kind": "PriorityClass",
+        "name": "batch",
+    }
+    assert spec["priority"] == 50
+    assert (
+        "priorityClassRef" not in wl.new_workload("job-j", job, "q", [], Priority(None, 0))["spec"]
+    )

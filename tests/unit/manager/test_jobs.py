@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from kueue_api.priority import PriorityClassRef
 from manager.jobs import (
     ORIGIN_LABEL,
     PREBUILT_LABEL,
@@ -47,6 +48,13 @@ def test_a_job_parses_with_total_requests() -> None:
     job = parse_job(JOB)
     assert (job.namespace, job.name, job.queue) == ("team-a", "sample", "user-queue")
     assert job.requests == {"cpu": "1500m", "memory": "3221225472"}
+
+
+def test_a_job_names_its_pods_priority_class() -> None:
+    body = copy.deepcopy(JOB)
+    assert parse_job(body).pod_priority_class is None
+    body["spec"]["template"]["spec"]["priorityClassName"] = "batch-low"
+    assert parse_job(body).pod_priority_class == "batch-low"
 
 
 def test_a_jobs_requests_count_sidecars_and_overhead_as_the_agent_does() -> None:
@@ -125,13 +133,18 @@ def test_workload_copy_has_origin_queue_and_pod_set() -> None:
         job.manifest,
         workload_name="job-sample-abcde",
         origin="mk",
-        priority_class="high",
+        priority_class=PriorityClassRef("PriorityClass", "high"),
         priority=100,
     )
     assert wl["metadata"]["labels"] == {ORIGIN_LABEL: "mk"}
     assert wl["spec"]["queueName"] == "user-queue"
     assert wl["spec"]["podSets"][0]["count"] == 3
-    assert wl["spec"]["priorityClassRef"]["name"] == "high"
+    assert wl["spec"]["priorityClassRef"] == {
+        "group": "scheduling.k8s.io",
+        "kind": "PriorityClass",
+        "name": "high",
+    }
+    assert wl["spec"]["priority"] == 100
     assert "status" not in wl
 
 
