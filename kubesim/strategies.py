@@ -9,7 +9,7 @@ from typing import Any
 from kueue_api.cel.crd_checks import crd_rule_errors
 from kueue_api.jsoncopy import json_copy
 
-from . import webhook_configs
+from . import dra_selectors, webhook_configs
 from .errors import invalid
 from .resources import ResourceType
 
@@ -284,6 +284,8 @@ def validate(resource_type: ResourceType, obj: Obj, old: Obj | None = None) -> C
         causes += crd_rule_errors(obj, old)
     elif resource_type.key in webhook_configs.KEYS:
         causes += webhook_configs.validate(obj)
+    elif resource_type.group == "resource.k8s.io":
+        causes += dra_selectors.selector_errors(resource_type.kind, obj)
     return causes
 
 

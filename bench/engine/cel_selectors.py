@@ -1,4 +1,4 @@
-"""Time per DRA selector evaluation on one device: the CEL library (worker_agent.engine.cel on
+"""Time per DRA selector evaluation on one device: the CEL library (kueue_api.cel.dra on
 kueue_api.cel) against the hand-written subset evaluator it replaced.
 
 The old evaluator is read from the commit that last had it (`--old-rev`, default 64c7740) with
@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 import kueue_api as api
-from worker_agent.engine import cel as new_cel
+from kueue_api.cel import dra as new_cel
 
 ROOT = Path(__file__).resolve().parents[2]
 SELECTORS = {

@@ -242,3 +242,23 @@ def job_manifest(name: str, completions: int, annotations: dict[str, str]) -> di
             },
         },
     }
+
+
+def assert_refused(
+    answer: Response,
+    kind: str,
+    name: str,
+    field: str,
+    message: str,
+    more: tuple[tuple[str, str], ...] = (),
+) -> None:
+    """422 Invalid with these causes in this order, worded as kube-apiserver words them."""
+    assert answer.status == 422, answer.body
+    body = answer.obj
+    assert body["reason"] == "Invalid"
+    expected = [(field, message), *more]
+    texts = [f"{path}: {what}" for path, what in expected]
+    text = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
+    assert body["message"] == f'{kind} "{name}" is invalid: {text}'
+    causes = body["details"]["causes"]
+    assert [(c["field"], c["message"]) for c in causes] == expected

@@ -1,7 +1,7 @@
 """DRA device selectors, held against kube-scheduler: Kubernetes' own selector examples
 (k8s.io/dynamic-resource-allocation/cel/compile_test.go and the DRA docs, as
 tests/unit/dra/test_cel.py holds them) select on a real cluster exactly the devices our
-evaluator (worker_agent/engine/cel.py) says they select.
+evaluator (kueue_api/cel/dra.py) says they select.
 
 Each example gets its own pool (one ResourceSlice published by hand on a KWOK node) of devices
 whose attributes and capacities differ, a ResourceClaim whose one request asks for `All` the
@@ -37,9 +37,9 @@ import httpx
 import pytest
 
 import kueue_api as api
+from kueue_api.cel.dra import CELCompileError, CELEvalError, cel_device, compile_selector
 from tests.realk8s import real_clusters
 from tests.unit.dra.test_cel import ATTRS, KUBERNETES_CASES, SELECTOR_CASES
-from worker_agent.engine.cel import CELCompileError, CELEvalError, cel_device, compile_selector
 
 pytestmark = pytest.mark.timeout(240)
 

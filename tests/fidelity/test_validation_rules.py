@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fidelity.conftest import Backend
-from tests.fidelity.harness import MERGE, Client, Response
+from tests.fidelity.harness import MERGE, Client, assert_refused
 
 Obj = dict[str, Any]
 
@@ -517,26 +517,6 @@ def _path(kind: str, plural: str, namespace: str, namespaced: bool, group: str =
     version = VERSION if group == KUEUE else "v1"
     where = f"/namespaces/{namespace}" if namespaced else ""
     return f"/apis/{group}/{version}{where}/{plural}"
-
-
-def assert_refused(
-    answer: Response,
-    kind: str,
-    name: str,
-    field: str,
-    message: str,
-    more: tuple[tuple[str, str], ...] = (),
-) -> None:
-    """422 Invalid with these causes in this order, worded as kube-apiserver words them."""
-    assert answer.status == 422, answer.body
-    body = answer.obj
-    assert body["reason"] == "Invalid"
-    expected = [(field, message), *more]
-    texts = [f"{path}: {what}" for path, what in expected]
-    text = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
-    assert body["message"] == f'{kind} "{name}" is invalid: {text}'
-    causes = body["details"]["causes"]
-    assert [(c["field"], c["message"]) for c in causes] == expected
 
 
 @pytest.fixture

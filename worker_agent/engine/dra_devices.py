@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import kueue_api as api
-from kueue_api.models.resource import DeviceSelector
-from kueue_api.quantity import Quantity
-from worker_agent.engine.cel import (
+from kueue_api.cel.dra import (
     CELCompileError,
     CELDevice,
     CELEvalError,
@@ -27,6 +25,8 @@ from worker_agent.engine.cel import (
     cel_device,
     compile_selector,
 )
+from kueue_api.models.resource import DeviceSelector
+from kueue_api.quantity import Quantity
 from worker_agent.engine.dra_charges import (
     ChargeError,
     PublishedDevice,

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 import kueue_api as api
-from kueue_api.quantity import Quantity
-from worker_agent.engine.cel import (
+from kueue_api.cel.dra import (
     CELCompileError,
     CELDevice,
     CELEvalError,
@@ -19,6 +18,7 @@ from worker_agent.engine.cel import (
     cel_device,
     compile_selector,
 )
+from kueue_api.quantity import Quantity
 
 GPU = cel_device(
     "gpu.example.com",

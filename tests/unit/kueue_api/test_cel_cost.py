@@ -299,8 +299,8 @@ def test_runtime_iteration_budget_is_an_evaluation_error() -> None:
 
 
 def test_dra_selector_past_the_cost_limit_fails() -> None:
+    from kueue_api.cel.dra import COST_LIMIT, CELDevice, compile_selector
     from kueue_api.quantity import Quantity
-    from worker_agent.engine.cel import COST_LIMIT, CELDevice, compile_selector
 
     quadratic = compile_selector(
         "device.attributes.all(d, device.attributes[d].all(k, device.attributes.all(e, "
