@@ -65,6 +65,7 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("v1", "Node"): models.Node,
     ("v1", "Pod"): models.Pod,
     ("batch/v1", "Job"): models.Job,
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): models.JobSet,
     ("resource.k8s.io/v1", "DeviceClass"): models.DeviceClass,
     ("resource.k8s.io/v1", "ResourceClaim"): models.ResourceClaim,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): models.ResourceClaimTemplate,

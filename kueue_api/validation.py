@@ -32,6 +32,8 @@ from kueue_api.models import (
     Configuration,
     FairSharing,
     Job,
+    JobSet,
+    JobSpec,
     LabelSelector,
     LocalQueue,
     MultiKueueCluster,
@@ -803,14 +805,30 @@ def _validate_device_class_mappings(errors: _Errors, config: Configuration) -> N
 
 
 def _validate_job(errors: _Errors, job: Job) -> None:
-    policy = job.spec.template.spec.restart_policy
+    _job_spec(errors, job.spec, "spec")
+
+
+def _job_spec(errors: _Errors, spec: JobSpec, path: str) -> None:
+    policy = spec.template.spec.restart_policy
     if policy not in {"OnFailure", "Never"}:
-        path = "spec.template.spec.restartPolicy"
+        where = f"{path}.template.spec.restartPolicy"
         if policy is None:
-            errors.required(path, 'valid values: "OnFailure", "Never"')
+            errors.required(where, 'valid values: "OnFailure", "Never"')
         else:
-            errors.not_supported(path, policy, ["OnFailure", "Never"])
-    _pod_spec_non_negative(errors, job.spec.template.spec, "spec.template.spec")
+            errors.not_supported(where, policy, ["OnFailure", "Never"])
+    _pod_spec_non_negative(errors, spec.template.spec, f"{path}.template.spec")
+
+
+def _validate_jobset(errors: _Errors, jobset: JobSet) -> None:
+    """Each replicated Job as a Job (JobSet's webhook and the Job API check the same), and
+    their names unique (pkg/webhooks/jobset_webhook.go)."""
+    seen: set[str] = set()
+    for index, replicated in enumerate(jobset.spec.replicated_jobs):
+        path = f"spec.replicatedJobs[{index}]"
+        if replicated.name in seen:
+            errors.add(f"{path}.name", f"Duplicate value: {_show(replicated.name)}")
+        seen.add(replicated.name)
+        _job_spec(errors, replicated.template.spec, f"{path}.template.spec")
 
 
 def _pod_spec_non_negative(errors: _Errors, spec: PodSpec, path: str) -> None:
@@ -834,6 +852,7 @@ _VALIDATORS: Final[dict[type[BaseModel], Callable[[_Errors, Any], None]]] = {
     ProvisioningRequestConfig: _validate_provisioning_config,
     Configuration: _validate_configuration,
     Job: _validate_job,
+    JobSet: _validate_jobset,
     # Their webhooks check nothing beyond the CRDs (Kueue has none for these kinds).
     AdmissionCheck: _no_rules,
     WorkloadPriorityClass: _no_rules,

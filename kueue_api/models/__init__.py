@@ -1,7 +1,16 @@
 """Pydantic models of Kueue's v1beta2 API and the core Kubernetes objects the project reads."""
 
 from kueue_api.models.base import CoreModel, KueueModel
-from kueue_api.models.batch import Job, JobCondition, JobSpec, JobStatus
+from kueue_api.models.batch import (
+    Job,
+    JobCondition,
+    JobSet,
+    JobSetSpec,
+    JobSpec,
+    JobStatus,
+    JobTemplateSpec,
+    ReplicatedJob,
+)
 from kueue_api.models.checks import (
     AdmissionCheck,
     AdmissionCheckParametersReference,
@@ -176,8 +185,11 @@ __all__ = [
     "FlavorUsage",
     "Job",
     "JobCondition",
+    "JobSet",
+    "JobSetSpec",
     "JobSpec",
     "JobStatus",
+    "JobTemplateSpec",
     "KubeConfig",
     "KueueModel",
     "LabelSelector",
@@ -217,6 +229,7 @@ __all__ = [
     "ProvisioningRequestConfigSpec",
     "ProvisioningRequestRetryStrategy",
     "ReclaimablePod",
+    "ReplicatedJob",
     "RequeueState",
     "RequeuingStrategy",
     "ResourceClaim",

@@ -1,4 +1,5 @@
-"""batch/v1 Job: the fields Kueue's Job integration reads, with Kubernetes' defaults."""
+"""batch/v1 Job, and JobSet (jobset.x-k8s.io/v1alpha2) whose replicated Jobs are batch/v1 Job
+templates: the fields Kueue's integrations read, with Kubernetes' defaults."""
 
 from __future__ import annotations
 
@@ -10,7 +11,16 @@ from kueue_api.models.base import CoreModel, Int32, Int64, StrictBool, StrictStr
 from kueue_api.models.core import PodTemplateSpec
 from kueue_api.models.meta import LabelSelector, ObjectMeta
 
-__all__ = ["Job", "JobCondition", "JobSpec", "JobStatus"]
+__all__ = [
+    "Job",
+    "JobCondition",
+    "JobSet",
+    "JobSetSpec",
+    "JobSpec",
+    "JobStatus",
+    "JobTemplateSpec",
+    "ReplicatedJob",
+]
 
 _INT32_MAX = 2**31 - 1
 
@@ -83,3 +93,70 @@ class Job(CoreModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: JobSpec
     status: JobStatus = Field(default_factory=JobStatus)
+
+
+class JobTemplateSpec(CoreModel):
+    """batch/v1 JobTemplateSpec: a replicated Job's metadata and spec."""
+
+    other_fields = frozenset()
+
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: JobSpec
+
+
+class ReplicatedJob(CoreModel):
+    """One group of identical Jobs of a JobSet (sigs.k8s.io/jobset api/jobset/v1alpha2)."""
+
+    other_fields = frozenset({"groupName", "dependsOn"})
+
+    name: StrictStr
+    replicas: Int32 = Field(default=1, ge=0)
+    template: JobTemplateSpec
+
+    @model_validator(mode="before")
+    @classmethod
+    def _jobset_defaults(cls, data: Any) -> Any:
+        """JobSet's defaulting webhook (pkg/webhooks/jobset_webhook.go, Default): a replicated
+        Job is Indexed and its pods restart OnFailure unless the template says otherwise.
+        Applied before JobSpec's own defaults, which would make it NonIndexed."""
+        spec = ((data or {}).get("template") or {}).get("spec") if isinstance(data, dict) else None
+        if not isinstance(spec, dict):
+            return data
+        data = {**data, "template": {**data["template"], "spec": dict(spec)}}
+        job_spec = data["template"]["spec"]
+        job_spec.setdefault("completionMode", "Indexed")
+        pod = (job_spec.get("template") or {}).get("spec")
+        if isinstance(pod, dict) and "restartPolicy" not in pod:
+            job_spec["template"] = {
+                **job_spec["template"],
+                "spec": {**pod, "restartPolicy": "OnFailure"},
+            }
+        return data
+
+
+class JobSetSpec(CoreModel):
+    other_fields = frozenset(
+        {
+            "network",
+            "successPolicy",
+            "failurePolicy",
+            "startupPolicy",
+            "coordinator",
+            "ttlSecondsAfterFinished",
+            "volumeClaimPolicies",
+        }
+    )
+
+    replicated_jobs: list[ReplicatedJob] = Field(min_length=1)
+    suspend: StrictBool | None = None
+    managed_by: StrictStr | None = None
+
+
+class JobSet(CoreModel):
+    other_fields = frozenset()
+
+    api_version: Literal["jobset.x-k8s.io/v1alpha2"] = "jobset.x-k8s.io/v1alpha2"
+    kind: Literal["JobSet"] = "JobSet"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: JobSetSpec
+    status: dict[str, Any] = Field(default_factory=dict)

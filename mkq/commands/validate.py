@@ -18,6 +18,7 @@ from kueue_api import (
     ClusterQueue,
     Cohort,
     Job,
+    JobSet,
     LocalQueue,
     ResourceFlavor,
     Topology,
@@ -65,6 +66,11 @@ def _details(obj: BaseModel) -> str:
         labels = obj.metadata.labels or {}
         queue = labels.get("kueue.x-k8s.io/queue-name", "<none>")
         return f"queue {queue}, parallelism {obj.spec.parallelism}"
+    if isinstance(obj, JobSet):
+        labels = obj.metadata.labels or {}
+        queue = labels.get("kueue.x-k8s.io/queue-name", "<none>")
+        jobs = obj.spec.replicated_jobs
+        return f"queue {queue}, {len(jobs)} replicated Jobs, {sum(j.replicas for j in jobs)} Jobs"
     if isinstance(obj, Topology):
         return " > ".join(obj.level_labels())
     return ""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kueue_api.loader import load_documents, load_text, parse_object, to_yaml
 
@@ -57,6 +59,7 @@ def test_examples_cover_every_kind_we_expect_users_to_write() -> None:
         "MultiKueueCluster",
         "ProvisioningRequestConfig",
         "Job",
+        "JobSet",
         "Pod",
         "Node",
         "Namespace",
@@ -157,3 +160,27 @@ def test_a_realistic_pod_loads_keeping_every_field_and_defaulting_requests() -> 
         == 10
     )
     assert manifest["status"]["qosClass"] == "Burstable"
+
+
+JOBSET = SHARED / "kueue-examples" / "jobs" / "sample-jobset.yaml"
+
+
+def test_a_jobset_takes_jobsets_defaults_and_its_jobs_are_checked_as_jobs() -> None:
+    """JobSet's webhook defaults a replicated Job to Indexed with pods restarting OnFailure;
+    each replicated Job is then checked as a Job is, at its own path, and names are unique."""
+    [loaded] = load_documents([JOBSET]).objects
+    for replicated in loaded.obj.spec.replicated_jobs:  # type: ignore[attr-defined]
+        assert replicated.template.spec.completion_mode == "Indexed"
+        assert replicated.template.spec.template.spec.restart_policy in ("OnFailure", "Never")
+    [document] = [d for d in yaml.safe_load_all(JOBSET.read_text()) if d]
+    jobs = document["spec"]["replicatedJobs"]
+    jobs[0]["template"]["spec"]["template"]["spec"]["restartPolicy"] = "Always"
+    jobs.append(copy.deepcopy(jobs[1]))
+    jobs[1]["template"]["spec"]["paralelism"] = 2
+    result = load_text(yaml.safe_dump(document), "jobset.yaml")
+    assert [str(e.error) for e in result.errors] == [
+        "spec.replicatedJobs[1].template.spec.paralelism: unknown field",
+        "spec.replicatedJobs[0].template.spec.template.spec.restartPolicy: Unsupported value: "
+        '"Always": supported values: "OnFailure", "Never"',
+        f'spec.replicatedJobs[2].name: Duplicate value: "{jobs[2]["name"]}"',
+    ]
