@@ -47,6 +47,7 @@ from manager.dispatch.remote_state import (
     WAITING_REASONS,
     CopyState,
     earliest_admitted,
+    is_terminating,
     job_state,
     waiting_reason,
     waiting_summary,
@@ -500,7 +501,7 @@ class Dispatcher:
         jobs = JOB_CACHES[row.kind]
         copy_ = conn.caches[WORKLOADS].get(wkey)
         return (
-            (copy_ is not None and not workload_copy_state(copy_).terminating)
+            (copy_ is not None and not is_terminating(copy_))
             or jkey in conn.caches[jobs]
             or (conn.name, WORKLOADS, wkey) in self._expected
             or (conn.name, jobs, jkey) in self._expected
@@ -528,7 +529,7 @@ class Dispatcher:
             self._expected.discard((conn.name, jobs, jkey))
             found = True
         copy_ = conn.caches[WORKLOADS].get(wkey)
-        if copy_ is not None and workload_copy_state(copy_).terminating:
+        if copy_ is not None and is_terminating(copy_):
             found = True  # deleted already: its worker lets it go when it is done with it
         elif copy_ is not None or (conn.name, WORKLOADS, wkey) in self._expected:
             await conn.delete_workload(row.namespace, row.workload_name)

@@ -47,6 +47,11 @@ class CopyState:
         )
 
 
+def is_terminating(obj: Mapping[str, Any]) -> bool:
+    """Whether the object's deletion was asked for (it has a deletionTimestamp)."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def workload_copy_state(obj: Mapping[str, Any]) -> CopyState:
     """Admitted means quota reserved and every admission check Ready (Kueue's Admitted=True)."""
     reserved = condition(obj, "QuotaReserved")
@@ -66,7 +71,7 @@ def workload_copy_state(obj: Mapping[str, Any]) -> CopyState:
         finished_message=str(finished.get("message") or "") if finished is not None else None,
         evicted_reason=(str(evicted.get("reason") or "Evicted") if evicted is not None else None),
         uid=(obj.get("metadata") or {}).get("uid"),
-        terminating=bool((obj.get("metadata") or {}).get("deletionTimestamp")),
+        terminating=is_terminating(obj),
     )
 
 

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,16 @@ _ROW_COLUMNS = (
     WorkloadRow.source,
     WorkloadRow.quota_reserved,
 )
+
+
+async def _none_if_missing(call: Awaitable[Any]) -> Any:
+    """The read's answer, or None when the object does not exist (404)."""
+    try:
+        return await call
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
 
 
 @dataclass
@@ -590,24 +601,14 @@ class ManagerClusterSource:
         self, plural: str, name: str, namespace: str | None = None
     ) -> dict[str, Any] | None:
         custom = client.CustomObjectsApi(self._api)
-        try:
-            found: dict[str, Any] = await custom.get_cluster_custom_object(
-                KUEUE_GROUP, KUEUE_VERSION, plural, name
-            )
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
+        found: dict[str, Any] | None = await _none_if_missing(
+            custom.get_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, plural, name)
+        )
         return found
 
     async def read_priority_class(self, name: str) -> dict[str, Any] | None:
-        try:
-            found = await client.SchedulingV1Api(self._api).read_priority_class(name)
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        return dict(self._api.sanitize_for_serialization(found))
+        found = await _none_if_missing(client.SchedulingV1Api(self._api).read_priority_class(name))
+        return None if found is None else dict(self._api.sanitize_for_serialization(found))
 
     async def list_priority_classes(self) -> list[dict[str, Any]]:
         found = await client.SchedulingV1Api(self._api).list_priority_class()
