@@ -13,6 +13,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubesim import ClusterSpec, run_clusters
 from manager.jobs import job_copy, workload_copy, workload_name
 from manager.remote.connection import JOBS, WORKLOADS, ClusterConnection, ConnectionSettings
+from tests.unit.manager.test_connection_rules import KUBECONFIG
 
 CRDS = Path(__file__).resolve().parents[3] / "deploy" / "crds"
 
@@ -117,7 +118,7 @@ def test_a_report_names_a_stale_copy_by_its_uid() -> None:
     """News about a Workload copy is stale when its uid is one the watch saw deleted, or
     another than the copy the watch shows now; an unseen uid may be a copy just made."""
     connection = ClusterConnection(
-        "w1", _KUBECONFIG, origin="o", listener=_Listener(), settings=ConnectionSettings()
+        "w1", KUBECONFIG, origin="o", listener=_Listener(), settings=ConnectionSettings()
     )
     assert not connection.stale_copy("ns", "wl", "first")
     connection._apply(WORKLOADS, _copy_event("ADDED", "first"))
@@ -129,13 +130,3 @@ def test_a_report_names_a_stale_copy_by_its_uid() -> None:
     connection._apply(WORKLOADS, _copy_event("ADDED", "second"))
     assert connection.stale_copy("ns", "wl", "first")
     assert not connection.stale_copy("ns", "wl", "second")
-
-
-_KUBECONFIG = {
-    "apiVersion": "v1",
-    "kind": "Config",
-    "current-context": "w1",
-    "contexts": [{"name": "w1", "context": {"cluster": "w1", "user": "u"}}],
-    "clusters": [{"name": "w1", "cluster": {"server": "http://127.0.0.1:6443"}}],
-    "users": [{"name": "u", "user": {"token": "t"}}],
-}
