@@ -13,7 +13,7 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from manager.db.session import database_unavailable
+from manager.db.session import database_read_only, database_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,8 @@ _WHEN: dict[int, str] = {
     413: "RequestEntityTooLarge: the body is over the limit (MKQ_MAX_BODY_BYTES, 3 MiB)",
     422: "Invalid: a well-formed body that is not valid (the field is named)",
     502: "BadGateway: the worker cluster answered the request with an error of its own",
-    503: "ServiceUnavailable: the database is out of reach (Retry-After), the dispatcher is not "
+    503: "ServiceUnavailable: the database is out of reach or read-only (Retry-After), the "
+    "dispatcher is not "
     "running, the cluster is not connected, or the manager cluster's queues are not listed yet "
     "(Retry-After)",
 }
@@ -165,6 +166,19 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, error: Exception) -> JSONResponse:
+        if database_read_only(error):
+            # Reads still work; every write is refused until the URL names a primary again.
+            log.error("database is read-only: %s", error)
+            return JSONResponse(
+                error_body(
+                    "ServiceUnavailable",
+                    "the database is read-only (a hot standby, or default_transaction_read_only"
+                    " is on), so nothing can be written; point MKQ_DATABASE_URL at the writable"
+                    " primary, or turn read-only off",
+                ),
+                status_code=503,
+                headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+            )
         if database_unavailable(error):
             # Postgres restarting or out of reach: the client retries, as it is told to.
             log.warning("database unavailable: %s", error)

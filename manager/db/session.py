@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -119,19 +120,40 @@ _UNAVAILABLE_ASYNCPG = (
 )
 
 
-def database_unavailable(error: BaseException) -> bool:
-    """Whether `error` (or what it wraps) says the database cannot be reached just now: a
-    client should retry later (503), it is not a fault of the request or of the manager."""
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """`error` and what it wraps: SQLAlchemy's `orig` (the driver's error), else `__cause__`."""
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
+        yield current
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__
+
+
+def database_unavailable(error: BaseException) -> bool:
+    """Whether `error` (or what it wraps) says the database cannot be reached just now: a
+    client should retry later (503), it is not a fault of the request or of the manager."""
+    for current in _causes(error):
         if isinstance(current, sqlalchemy_exc.DBAPIError) and current.connection_invalidated:
             return True
         if isinstance(current, (OSError, TimeoutError, sqlalchemy_exc.TimeoutError)):
             return True
         if any(c.__name__ in _UNAVAILABLE_ASYNCPG for c in type(current).__mro__):
             return True
-        orig = getattr(current, "orig", None)
-        current = orig if isinstance(orig, BaseException) else current.__cause__
     return False
+
+
+# SQLSTATE 25006: a write in a read-only transaction (a hot standby after a failover left the
+# URL pointing at it, or default_transaction_read_only set on the database or role).
+_READ_ONLY_SQLSTATE = "25006"
+
+
+def database_read_only(error: BaseException) -> bool:
+    """Whether `error` (or what it wraps) is Postgres refusing a write because the database is
+    read-only: nothing the client or the manager can fix by retrying the request as it is."""
+    return any(
+        getattr(current, "sqlstate", None) == _READ_ONLY_SQLSTATE
+        or type(current).__name__ == "ReadOnlySQLTransactionError"
+        for current in _causes(error)
+    )
