@@ -67,9 +67,8 @@ _WHEN: dict[int, str] = {
     422: "Invalid: a well-formed body that is not valid (the field is named)",
     502: "BadGateway: the worker cluster answered the request with an error of its own",
     503: "ServiceUnavailable: the database is out of reach or read-only (Retry-After), the "
-    "dispatcher is not "
-    "running, the cluster is not connected, or the manager cluster's queues are not listed yet "
-    "(Retry-After)",
+    "dispatcher is not running, the cluster is not connected, or the manager cluster's queues "
+    "are not listed yet (Retry-After)",
 }
 
 
@@ -111,6 +110,15 @@ def invalid_body(error: ValidationError, what: str = "the body") -> ApiError:
     first = error.errors()[0] if error.errors() else {"loc": (), "msg": "invalid"}
     field = _location(tuple(first.get("loc", ())))
     return ApiError(422, "Invalid", f"{what} is not valid: {field}: {first.get('msg')}", field)
+
+
+def _database_503(message: str) -> JSONResponse:
+    """A 503 for a database that cannot take the request now, with Retry-After."""
+    return JSONResponse(
+        error_body("ServiceUnavailable", message),
+        status_code=503,
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -169,24 +177,15 @@ def install_error_handlers(app: FastAPI) -> None:
         if database_read_only(error):
             # Reads still work; every write is refused until the URL names a primary again.
             log.error("database is read-only: %s", error)
-            return JSONResponse(
-                error_body(
-                    "ServiceUnavailable",
-                    "the database is read-only (a hot standby, or default_transaction_read_only"
-                    " is on), so nothing can be written; point MKQ_DATABASE_URL at the writable"
-                    " primary, or turn read-only off",
-                ),
-                status_code=503,
-                headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+            return _database_503(
+                "the database is read-only (a hot standby, or default_transaction_read_only"
+                " is on), so nothing can be written; point MKQ_DATABASE_URL at the writable"
+                " primary, or turn read-only off"
             )
         if database_unavailable(error):
             # Postgres restarting or out of reach: the client retries, as it is told to.
             log.warning("database unavailable: %s", error)
-            return JSONResponse(
-                error_body("ServiceUnavailable", "the database is unavailable; retry shortly"),
-                status_code=503,
-                headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
-            )
+            return _database_503("the database is unavailable; retry shortly")
         log.exception("unhandled error")
         return JSONResponse(
             error_body("InternalError", f"internal error: {type(error).__name__}"),

@@ -152,8 +152,4 @@ _READ_ONLY_SQLSTATE = "25006"
 def database_read_only(error: BaseException) -> bool:
     """Whether `error` (or what it wraps) is Postgres refusing a write because the database is
     read-only: nothing the client or the manager can fix by retrying the request as it is."""
-    return any(
-        getattr(current, "sqlstate", None) == _READ_ONLY_SQLSTATE
-        or type(current).__name__ == "ReadOnlySQLTransactionError"
-        for current in _causes(error)
-    )
+    return any(getattr(c, "sqlstate", None) == _READ_ONLY_SQLSTATE for c in _causes(error))

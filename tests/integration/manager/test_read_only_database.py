@@ -39,7 +39,9 @@ async def test_a_read_only_database_answers_writes_with_503_and_still_serves_rea
             # Reads go on: what was accepted before is still there, and is still Pending.
             listed = await manager.client.get("/api/v1/workloads")
             assert listed.status_code == 200, listed.text
-            assert [w["name"] for w in listed.json()["items"]] == ["before"]
+            assert [(w["name"], w["state"]) for w in listed.json()["items"]] == [
+                ("before", "Pending")
+            ]
             assert (await manager.client.get("/readyz")).status_code == 200
     finally:
         await drop(name)
