@@ -31,6 +31,25 @@ class RunningManager:
     runtime: ManagerRuntime
 
 
+# How long an idle HTTP/1.1 connection stays open. It must outlast the idle time of the
+# clients' pools (httpx and aiohttp keep one 5 s, uvicorn's own default too): at equal times a
+# request sent just as the server closes the connection is cut with no answer ("Server
+# disconnected without sending a response"), which a client cannot safely retry for a POST.
+KEEP_ALIVE_SECONDS = 75
+
+
+def api_server_config(app: Any, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:
+    """uvicorn's settings for the manager's REST API, wherever it is served."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        lifespan="on",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+    )
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
@@ -64,11 +83,7 @@ async def running_manager(
         return runtime
 
     port = port or _free_port(host)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(open_runtime), host=host, port=port, log_level="warning", lifespan="on"
-        )
-    )
+    server = uvicorn.Server(api_server_config(create_app(open_runtime), host, port))
     # Embedded: the caller owns the process's signals (uvicorn would take SIGINT/SIGTERM).
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     task = asyncio.create_task(server.serve(), name="manager-api")

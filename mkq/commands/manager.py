@@ -108,6 +108,7 @@ def serve(
     from manager.db.schema import SchemaNotMigrated, require_migrated
     from manager.db.session import make_engine, redact
     from manager.runtime import ManagerRuntime
+    from manager.server import api_server_config
     from manager.settings import configuration_warnings, load_settings
     from mkq.profiling import profiled
 
@@ -167,4 +168,6 @@ def serve(
     app = create_app(lambda: ManagerRuntime.open(settings, None, manager_kubeconfig))
     console.print(f"manager listening on http://{host}:{port} (OpenAPI at /openapi.json)")
     with profiled("manager"):
-        uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
+        config = api_server_config(app, host, port, log_level="info")
+        config.access_log = access_log
+        uvicorn.Server(config).run()

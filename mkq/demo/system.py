@@ -24,6 +24,7 @@ from manager.api.app import create_app
 from manager.db.schema import migrate
 from manager.db.session import make_engine
 from manager.runtime import ManagerRuntime
+from manager.server import api_server_config
 from manager.settings import MANAGER_NAMESPACE, ManagerSettings
 from mkq.demo.manifests import EXAMPLES, apply_file, create
 from mkq.realk8s.clusters import RealCluster, clusters_running
@@ -120,8 +121,7 @@ async def open_clients(
 
 
 async def _serve(app: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(api_server_config(app, "127.0.0.1", port))
     task = asyncio.create_task(server.serve(), name="mkq-demo-manager-api")
     while not server.started:
         if task.done():
