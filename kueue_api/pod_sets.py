@@ -8,6 +8,7 @@ and not by the other; both call these functions on plain Kubernetes JSON.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from kueue_api.jsoncopy import json_copy
@@ -74,6 +75,26 @@ def topology_request(
     return request
 
 
+# Partial admission of a Job (pkg/controller/jobs/job/job_controller.go): the fewest pods it
+# may run with, and whether its completions follow the parallelism it is admitted with.
+JOB_MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+JOB_COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def go_atoi(text: str) -> int | None:
+    """Go's strconv.Atoi: an optionally signed run of decimal digits, else None."""
+    return int(text) if _GO_INT.fullmatch(text) else None
+
+
+def job_min_pod_count(job: JsonObject) -> int | None:
+    """The Job's kueue.x-k8s.io/job-min-parallelism, when it is an integer (Kueue's
+    minPodsCount); None when absent or not a number, as Kueue reads it."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    text = annotations.get(JOB_MIN_PARALLELISM)
+    return go_atoi(text) if isinstance(text, str) else None
+
+
 def job_pod_count(job: JsonObject) -> int:
     """A batch/v1 Job's pods at once: parallelism (default 1), capped by completions."""
     spec = job.get("spec") or {}
@@ -102,6 +123,9 @@ def job_pod_sets(job: JsonObject) -> list[JsonObject]:
         kept["annotations"] = dict(metadata["annotations"])
     template["metadata"] = kept
     pod_set: JsonObject = {"name": "main", "count": job_pod_count(job), "template": template}
+    min_count = job_min_pod_count(job)
+    if min_count is not None:
+        pod_set["minCount"] = min_count
     request = topology_request(template, JOB_COMPLETION_INDEX)
     if request is not None:
         pod_set["topologyRequest"] = request

@@ -16,6 +16,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from kueue_api.jobs import KINDS
 from kueue_api.webhooks.configurations import webhook_configurations
 from kueue_api.webhooks.mutation import Defaulting
 from kueue_api.webhooks.server import Certificates, WebhookServer, admission_handlers
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
 SECRET_NAME = "mkq-manager-webhook-cert"
-FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+FRAMEWORKS = tuple(kind.framework for kind in KINDS)
 
 
 class ConnectionView:

@@ -8,8 +8,8 @@ Layout (one idea per module):
 - `engine_feed`, `scheduling`, `queue_status`: the engine's state rebuilt from the caches,
   event-driven cycles on a worker thread, admissions/evictions/pending messages written back,
   ClusterQueue and LocalQueue status.
-- `integrations/<kind>`: one module per job kind (batch Job, JobSet, plain pods and pod
-  groups); `controllers.jobs` / `controllers.pod_groups` run them; `controllers.workloads`
+- job kinds are kueue_api.jobs (one module per kind, shared with the manager);
+  `controllers.jobs` / `controllers.pod_groups` run them; `controllers.workloads`
   covers queue blockers, deactivation and orphans; `controllers.topology_ungater` releases
   TAS pods onto their domains.
 - `reporter` (to the manager), `metrics`, `health`, `leader`, `events`, and `agent`, which

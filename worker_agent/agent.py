@@ -21,6 +21,8 @@ from typing import Any
 
 from kueue_api import Configuration
 from kueue_api.conditions import find_condition
+from kueue_api.jobs import KINDS, JobKind
+from kueue_api.jobs.base import Finish
 from kueue_api.webhooks.server import WebhookServer
 from worker_agent.admission_checks.base import AdmissionCheckController
 from worker_agent.admission_checks.node_capacity import NodeCapacityCheck
@@ -39,8 +41,6 @@ from worker_agent.engine_feed import ENGINE_RESOURCES
 from worker_agent.events import EventRecorder
 from worker_agent.health import HealthServer
 from worker_agent.informers import InformerSet
-from worker_agent.integrations import JobIntegration, default_integrations
-from worker_agent.integrations.base import Finish
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.leader import LeaderElector
 from worker_agent.metrics import AgentMetrics
@@ -349,7 +349,7 @@ def default_admission_checks() -> list[AdmissionCheckController]:
 
 
 def informed_resources(
-    integrations: Sequence[JobIntegration], checks: Sequence[AdmissionCheckController]
+    integrations: Sequence[JobKind], checks: Sequence[AdmissionCheckController]
 ) -> list[ResourceType]:
     """Every type the agent lists and watches: the engine's, the jobs', the checks'."""
     watched = (rt for c in checks for rt in (*c.watches, *c.activity_watches))
@@ -364,7 +364,7 @@ class Agent:
         self,
         config: AgentConfig,
         client: KubeClient,
-        integrations: list[JobIntegration] | None = None,
+        integrations: list[JobKind] | None = None,
         clock: Callable[[], datetime] = _utc_now,
         admission_checks: list[AdmissionCheckController] | None = None,
     ) -> None:
@@ -374,7 +374,7 @@ class Agent:
         self.config = config
         self.client = client
         self.clock = clock
-        self.integrations = integrations or default_integrations()
+        self.integrations = integrations or list(KINDS)
         self.admission_checks = (
             default_admission_checks() if admission_checks is None else admission_checks
         )

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kueue_api.jobs import KINDS
+from kueue_api.jobs import pod as pods
 from kueue_api.models.config import Configuration
 from kueue_api.webhooks.configurations import (
     MUTATING_NAME,
@@ -53,7 +55,7 @@ VALIDATING = ResourceType(
 )
 SECRET_NAME = "mkq-agent-webhook-cert"
 # The frameworks the agent runs when no Configuration names them.
-AGENT_FRAMEWORKS = frozenset({"batch/job", "jobset.x-k8s.io/jobset", "pod"})
+AGENT_FRAMEWORKS = frozenset({*(kind.framework for kind in KINDS), pods.FRAMEWORK})
 
 
 @dataclass(frozen=True)

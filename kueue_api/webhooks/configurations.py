@@ -120,7 +120,12 @@ def webhook_configurations(
         )
     ]
     validating += [
-        webhook("v" + name[1:], VALIDATE_PATH, [rule(group, version, resource, "UPDATE")], "Fail")
+        webhook(
+            "v" + name[1:],
+            VALIDATE_PATH,
+            [rule(group, version, resource, "CREATE", "UPDATE")],
+            "Fail",
+        )
         for name, group, version, resource, framework in _MUTATED
         if framework in frameworks and framework != "pod"
     ]

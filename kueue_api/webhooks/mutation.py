@@ -21,31 +21,35 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kueue_api.jobs import KINDS
+from kueue_api.jobs import pod as pods
+from kueue_api.jobs.base import (
+    DEFAULT_LOCAL_QUEUE,
+    MULTIKUEUE_CONTROLLER,
+    PREBUILT_WORKLOAD_LABEL,
+    QUEUE_NAME_LABEL,
+)
+from kueue_api.jobs.pod import (
+    ADMISSION_GATE,
+    GROUP_NAME_LABEL,
+    GROUP_TOTAL_ANNOTATION,
+    MANAGED_LABEL,
+)
 from kueue_api.jsoncopy import json_copy
 from kueue_api.webhooks.review import Answer, Request, allow, deny, json_patch
 
 JsonObject = dict[str, Any]
 
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
-MANAGED_LABEL = "kueue.x-k8s.io/managed"
-ADMISSION_GATE = "kueue.x-k8s.io/admission"
-GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
-GROUP_TOTAL_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-DEFAULT_LOCAL_QUEUE = "default"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # Kueue's framework names (Configuration integrations.frameworks) per (group, kind).
 FRAMEWORKS: Mapping[tuple[str, str], str] = {
-    ("batch", "Job"): "batch/job",
-    ("jobset.x-k8s.io", "JobSet"): "jobset.x-k8s.io/jobset",
-    ("", "Pod"): "pod",
+    **{(kind.resource.group, kind.resource.kind): kind.framework for kind in KINDS},
+    ("", "Pod"): pods.FRAMEWORK,
 }
 # Owners whose children Kueue queues through them (a JobSet's Jobs, a Job's pods).
 _MANAGED_OWNERS: Mapping[str, tuple[str, str]] = {
-    "batch/job": ("batch", "Job"),
-    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io", "JobSet"),
+    kind.framework: (kind.resource.group, kind.resource.kind) for kind in KINDS
 }
 
 

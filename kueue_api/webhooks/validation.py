@@ -14,15 +14,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kueue_api.api_resources import KUEUE_GROUP
 from kueue_api.errors import FieldError
+from kueue_api.jobs import kind_of
+from kueue_api.jobs.base import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
 from kueue_api.loader import model_for
 from kueue_api.validation import validate_object, validate_update
-from kueue_api.webhooks.mutation import FRAMEWORKS, PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
+from kueue_api.webhooks.mutation import FRAMEWORKS
 from kueue_api.webhooks.review import Answer, Request, allow, deny
 
 JsonObject = dict[str, Any]
-
-KUEUE_GROUP = "kueue.x-k8s.io"
 
 
 def _message(errors: Sequence[FieldError | str]) -> str:
@@ -65,7 +66,19 @@ def _suspended(obj: JsonObject | None) -> bool:
     return bool(((obj or {}).get("spec") or {}).get("suspend"))
 
 
-def _job_update(request: Request) -> Answer:
+def _job(request: Request) -> Answer:
+    """A job kind's own rules (JobKind.admission_problems) on create and update."""
+    new = request.obj or {}
+    kind = kind_of(new)
+    errors: list[FieldError | str] = []
+    if kind is not None:
+        errors += kind.admission_problems(new, request.old_obj)
+    if request.operation == "UPDATE":
+        errors += _job_update_problems(request)
+    return deny(_message(errors)) if errors else allow()
+
+
+def _job_update_problems(request: Request) -> list[str]:
     """Kueue's ValidateUpdateForQueueName and the prebuilt Workload's immutability: a running
     job keeps its queue, and no job changes the Workload it was built for."""
     old, new = request.old_obj, request.obj
@@ -85,7 +98,7 @@ def _job_update(request: Request) -> Answer:
             f"metadata.labels[{PREBUILT_WORKLOAD_LABEL}]: Invalid value: {new_prebuilt!r}: "
             "field is immutable"
         )
-    return deny(_message(errors)) if errors else allow()
+    return errors
 
 
 def validate(request: Request, frameworks: frozenset[str]) -> Answer:
@@ -94,8 +107,9 @@ def validate(request: Request, frameworks: frozenset[str]) -> Answer:
     if group == KUEUE_GROUP and request.operation in ("CREATE", "UPDATE"):
         return _kueue_object(request)
     framework = FRAMEWORKS.get((group, kind))
-    if framework in frameworks and framework != "pod" and request.operation == "UPDATE":
+    creating_or_updating = request.operation in ("CREATE", "UPDATE")
+    if framework in frameworks and framework != "pod" and creating_or_updating:
         if request.sub_resource:
             return allow()
-        return _job_update(request)
+        return _job(request)
     return allow()

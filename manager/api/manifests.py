@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_api.jobs import BATCH_JOB, JOBSET
+from kueue_api.jobs.base import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from kueue_api.quantity import QUANTITY_TEXT_PATTERN
 from kueue_api.validation import DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, LABEL_VALUE_PATTERN
-from manager.jobs import BATCH_JOB, JOBSET, PRIORITY_CLASS_LABEL, QUEUE_LABEL
 
 _INT32 = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}
 # As Quantity.parse takes one (a JSON integer beyond 64 bits is refused when the body is read).
@@ -84,10 +85,12 @@ COMPONENTS: dict[str, dict[str, Any]] = {
         "description": "A batch/v1 Job or a jobset.x-k8s.io/v1alpha2 JobSet, as JSON or YAML",
         "oneOf": [ref("Job"), ref("JobSet")],
     },
-    "Job": _manifest(BATCH_JOB.api_version, BATCH_JOB.kind, "JobSpec", "A batch/v1 Job"),
+    "Job": _manifest(
+        BATCH_JOB.resource.api_version, BATCH_JOB.resource.kind, "JobSpec", "A batch/v1 Job"
+    ),
     "JobSet": _manifest(
-        JOBSET.api_version,
-        JOBSET.kind,
+        JOBSET.resource.api_version,
+        JOBSET.resource.kind,
         "JobSetSpec",
         "A JobSet: its pods (every replica of every replicated Job) are one workload",
     ),
@@ -97,7 +100,7 @@ COMPONENTS: dict[str, dict[str, Any]] = {
             "namespace": _DNS_LABEL | {"description": "default when omitted"},
             "labels": _object(
                 {
-                    QUEUE_LABEL: {
+                    QUEUE_NAME_LABEL: {
                         "type": "string",
                         "maxLength": 63,
                         "pattern": DNS_SUBDOMAIN_PATTERN,
@@ -106,7 +109,7 @@ COMPONENTS: dict[str, dict[str, Any]] = {
                     PRIORITY_CLASS_LABEL: _LABEL_VALUE
                     | {"description": "A WorkloadPriorityClass of the workers"},
                 },
-                (QUEUE_LABEL,),
+                (QUEUE_NAME_LABEL,),
                 **_LABELS,
             ),
             "annotations": _ANNOTATIONS,

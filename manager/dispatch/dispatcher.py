@@ -20,6 +20,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from sqlalchemy import select
 
+from kueue_api.jobs import kind_named
 from kueue_api.priority import PriorityClassRef
 from kueue_api.quantity import Quantity, QuantityError
 from manager import states
@@ -55,12 +56,13 @@ from manager.dispatch.remote_state import (
 )
 from manager.dispatch.timing import Clock, is_lost
 from manager.dispatch.workqueue import WorkQueue
-from manager.jobs import job_copy, workload_copy
+from manager.jobs import workload_copy
 from manager.metrics import ManagerMetrics
 from manager.remote.api_errors import status_message, status_reason
 from manager.remote.connection import (
     JOB_CACHES,
     JOBS,
+    KINDS_BY_CACHE,
     LOCAL_QUEUES,
     WORKLOADS,
     ClusterConnection,
@@ -103,7 +105,7 @@ def _signature(kind: str, obj: dict[str, Any] | None) -> tuple[object, ...] | No
     if kind == WORKLOADS:
         state = workload_copy_state(obj)
         return (state.admitted, state.finished, state.evicted_reason, state.uid, state.terminating)
-    job = job_state(obj)
+    job = job_state(KINDS_BY_CACHE[kind], obj)
     return (job.finished, job.started, (obj.get("metadata") or {}).get("uid"))
 
 
@@ -594,13 +596,14 @@ class Dispatcher:
         jobs = JOB_CACHES[row.kind]
         job_obj = conn.caches[jobs].get(jkey)
         grave = conn.tombstones[jobs].get(jkey) if job_obj is None else None
-        if grave is not None and (not copy_live or job_state(grave).finished):
+        job_kind = KINDS_BY_CACHE[jobs]
+        if grave is not None and (not copy_live or job_state(job_kind, grave).finished):
             # A Job deleted after it finished (TTL) still tells how it ended, so it is never
             # created again. An unfinished grave next to a live copy may be an earlier
             # incarnation's, and is not read.
             job_obj = grave
         copy_st = workload_copy_state(copy_obj) if copy_obj is not None else None
-        job_st = job_state(job_obj) if job_obj is not None else None
+        job_st = job_state(job_kind, job_obj) if job_obj is not None else None
         result = (job_st.finished if job_st else None) or (copy_st.finished if copy_st else None)
         if result is not None:
             job_end_unseen = job_st is not None and job_st.started and not job_st.finished
@@ -661,7 +664,7 @@ class Dispatcher:
                     self._queue.add(row.id)  # evicted or finished since the read
                     return
                 changes = {}
-            body = job_copy(
+            body = kind_named(row.kind).worker_copy(
                 row.manifest, workload_name=row.workload_name, origin=self.settings.origin
             )
             try:
@@ -903,6 +906,7 @@ class Dispatcher:
             if name in ready and name not in targets:
                 self._remove_copies_soon(row, ready[name])
         body = workload_copy(
+            kind_named(row.kind),
             row.manifest,
             workload_name=row.workload_name,
             origin=self.settings.origin,

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from kueue_api.conditions import find_condition
+from kueue_api.jobs import JobKind
 from kueue_api.timestamps import parse_time
 from manager import states
 
@@ -82,31 +83,16 @@ class JobState:
     started: bool
 
 
-def job_state(obj: Mapping[str, Any]) -> JobState:
-    """A worker's batch/v1 Job or JobSet (Completed/Failed, per-replicated-job counts).
-
-    Finished means Complete (a JobSet's Completed) or Failed, as Kueue's Job integration reads
-    it (pkg/controller/jobs/job/job_controller.go, Finished). SuccessCriteriaMet and
-    FailureTarget come first, while the pods still terminate; the final status (succeeded
-    counts, completionTime, Complete) arrives only after, so ending there would remove the
-    copy before its last status reached the manager's Job.
-    """
-    complete = condition(obj, "Complete") or condition(obj, "Completed")
-    failed = condition(obj, "Failed")
-    status = obj.get("status") or {}
-    started = (
-        bool(status.get("startTime"))
-        or int(status.get("active") or 0) > 0
-        or any(
-            int(r.get("active") or 0) + int(r.get("succeeded") or 0) > 0
-            for r in status.get("replicatedJobsStatus") or []
-        )
-    )
-    if complete is not None:
-        return JobState(states.SUCCEEDED, str(complete.get("message") or ""), True)
-    if failed is not None:
-        return JobState(states.FAILED, str(failed.get("message") or ""), True)
-    return JobState(None, None, started)
+def job_state(kind: JobKind, obj: Mapping[str, Any]) -> JobState:
+    """A worker's copy of a job of `kind`, as its kind reads it (JobKind.finished: the final
+    condition, not SuccessCriteriaMet or FailureTarget, which come while the pods still
+    terminate: ending there would remove the copy before its last status reached the
+    manager's job)."""
+    job = dict(obj)
+    finish = kind.finished(job)
+    if finish is not None:
+        return JobState(finish.state, finish.message, True)
+    return JobState(None, None, kind.has_started(job))
 
 
 def earliest_admitted(admissions: Sequence[tuple[str, datetime | None]]) -> str | None:

@@ -23,16 +23,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config import load_kube_config_from_dict
 from kubernetes_asyncio.config.config_exception import ConfigException
 
+from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
+from kueue_api.jobs import BATCH_JOB, KINDS, JobKind, kind_named, kind_of
+from kueue_api.jobs.base import MULTIKUEUE_ORIGIN_LABEL
 from manager import states
 from manager.dispatch.timing import reconnect_delay
-from manager.jobs import (
-    JOBSET,
-    JOBSET_GROUP,
-    JOBSET_VERSION,
-    KUEUE_GROUP,
-    KUEUE_VERSION,
-    ORIGIN_LABEL,
-)
 from manager.remote.api_errors import status_message
 from manager.remote.ratelimit import TokenBucket
 
@@ -41,12 +36,13 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]  # (namespace, name)
 
 WORKLOADS = "workloads"
-JOBS = "jobs"
-JOBSETS = "jobsets"
+# The cache of each job kind the manager dispatches (WorkloadRow.kind -> its plural), and the
+# kind each of those caches holds.
+JOB_CACHES = {kind.resource.kind: kind.resource.plural for kind in KINDS}
+KINDS_BY_CACHE = {kind.resource.plural: kind for kind in KINDS}
+JOBS = BATCH_JOB.resource.plural
 # Kinds a cluster may not serve (their CRD is not installed): an empty cache, not a failure.
-OPTIONAL_KINDS = frozenset({JOBSETS})
-# The cache of each job kind the manager dispatches (WorkloadRow.kind).
-JOB_CACHES = {"Job": JOBS, "JobSet": JOBSETS}
+OPTIONAL_KINDS = frozenset(cache for cache in KINDS_BY_CACHE if cache != JOBS)
 LOCAL_QUEUES = "localqueues"
 # Last states of deleted objects kept per kind; the manager reads one within seconds of the
 # deletion, so this bounds memory without losing what it needs.
@@ -161,17 +157,14 @@ class ClusterConnection:
             if selectors is not None
             else {
                 LOCAL_QUEUES: None,
-                WORKLOADS: f"{ORIGIN_LABEL}={origin}",
-                JOBS: f"{ORIGIN_LABEL}={origin}",
-                JOBSETS: f"{ORIGIN_LABEL}={origin}",
+                WORKLOADS: f"{MULTIKUEUE_ORIGIN_LABEL}={origin}",
+                **{cache: f"{MULTIKUEUE_ORIGIN_LABEL}={origin}" for cache in KINDS_BY_CACHE},
             }
         )
         self.caches: dict[str, dict[Key, dict[str, Any]]] = {kind: {} for kind in self.selectors}
         # Last state of objects seen deleted (a Job removed by TTL still tells how it ended).
         self.tombstones: dict[str, dict[Key, dict[str, Any]]] = {
-            WORKLOADS: {},
-            JOBS: {},
-            JOBSETS: {},
+            cache: {} for cache in (WORKLOADS, *KINDS_BY_CACHE)
         }
         # Optional kinds the cluster answered 404 for at the last list; not watched.
         self.unserved: set[str] = set()
@@ -258,14 +251,15 @@ class ClusterConnection:
         selector = self._selector(kind)
         if selector is not None:
             params["label_selector"] = selector
-        if kind == JOBS:
-            return await client.BatchV1Api(self._api).list_job_for_all_namespaces(**params)
-        if kind == JOBSETS:
-            return await client.CustomObjectsApi(self._api).list_cluster_custom_object(
-                JOBSET_GROUP, JOBSET_VERSION, JOBSETS, **params
+        custom = client.CustomObjectsApi(self._api)
+        job_kind = KINDS_BY_CACHE.get(kind)
+        if job_kind is None:
+            return await custom.list_cluster_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, kind, **params
             )
-        return await client.CustomObjectsApi(self._api).list_cluster_custom_object(
-            KUEUE_GROUP, KUEUE_VERSION, kind, **params
+        resource = job_kind.resource
+        return await custom.list_cluster_custom_object(
+            resource.group, resource.version, resource.plural, **params
         )
 
     async def _list(self, kind: str) -> str:
@@ -281,7 +275,7 @@ class ClusterConnection:
             body = orjson.loads(await response.read())
         except ApiException as error:
             if error.status != 404 or kind not in OPTIONAL_KINDS:
-                if error.status == 404 and kind != JOBS:
+                if error.status == 404 and kind not in KINDS_BY_CACHE:
                     raise Unreachable(
                         "KueueNotInstalled", f"the cluster does not serve {KUEUE_GROUP} {kind}"
                     ) from error
@@ -489,28 +483,21 @@ class ClusterConnection:
         return bool(live.get("uid")) and live.get("uid") != uid
 
     async def create_job(self, body: dict[str, Any]) -> bool:
-        """Create the Job (or JobSet) copy; False when it already exists."""
-        namespace = body["metadata"]["namespace"]
-        call: Callable[[], Awaitable[Any]]
-        if body.get("kind") == JOBSET.kind:
-            custom = client.CustomObjectsApi(self._api)
-
-            def call() -> Awaitable[Any]:
-                return custom.create_namespaced_custom_object(
-                    JOBSET_GROUP, JOBSET_VERSION, namespace, JOBSETS, body
-                )
-        else:
-            api = client.BatchV1Api(self._api)
-
-            def call() -> Awaitable[Any]:
-                return api.create_namespaced_job(
-                    namespace,
-                    body,  # type: ignore[arg-type]
-                    _preload_content=False,
-                )
-
+        """Create the copy of a job (of any kind of kueue_api.jobs); False when it exists."""
+        resource = _job_kind_of(body).resource
+        custom = client.CustomObjectsApi(self._api)
         try:
-            await self._write("create", call)
+            await self._write(
+                "create",
+                lambda: custom.create_namespaced_custom_object(
+                    resource.group,
+                    resource.version,
+                    body["metadata"]["namespace"],
+                    resource.plural,
+                    body,
+                    _preload_content=False,
+                ),
+            )
             return True
         except ApiException as error:
             if error.status == 409:
@@ -518,30 +505,23 @@ class ClusterConnection:
             raise
 
     async def delete_job(self, namespace: str, name: str, kind: str = JOBS) -> None:
-        """Delete a Job (`kind` JOBS) or JobSet (JOBSETS) copy with its pods; gone is fine."""
-        call: Callable[[], Awaitable[Any]]
-        if kind == JOBSETS:
-            custom = client.CustomObjectsApi(self._api)
-
-            def call() -> Awaitable[Any]:
-                return custom.delete_namespaced_custom_object(
-                    JOBSET_GROUP,
-                    JOBSET_VERSION,
+        """Delete the copy of a job in the cache `kind` (JOB_CACHES) with its pods; gone is
+        fine."""
+        resource = KINDS_BY_CACHE[kind].resource
+        custom = client.CustomObjectsApi(self._api)
+        try:
+            await self._write(
+                "delete",
+                lambda: custom.delete_namespaced_custom_object(
+                    resource.group,
+                    resource.version,
                     namespace,
-                    JOBSETS,
+                    resource.plural,
                     name,
                     propagation_policy="Background",
-                )
-        else:
-            api = client.BatchV1Api(self._api)
-
-            def call() -> Awaitable[Any]:
-                return api.delete_namespaced_job(
-                    name, namespace, propagation_policy="Background", _preload_content=False
-                )
-
-        try:
-            await self._write("delete", call)
+                    _preload_content=False,
+                ),
+            )
         except ApiException as error:
             if error.status != 404:
                 raise
@@ -609,14 +589,12 @@ class ClusterConnection:
             # aiohttp asserts on a session whose connector a reconnect has just closed.
             raise Unreachable("ConnectionReset", f"cluster {self.name}: {error!r}") from error
 
-    async def pod_logs(
-        self, namespace: str, job_name: str, kind: str = "Job"
-    ) -> list[tuple[str, str]]:
-        """Logs of the pods of a Job (or, `kind` "JobSet", of every Job of a JobSet), by pod."""
+    async def pod_logs(self, namespace: str, job_name: str, kind: str) -> list[tuple[str, str]]:
+        """Logs of the pods of a job of `kind` (WorkloadRow.kind), by pod."""
         if self._api is None:
             raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
         core = client.CoreV1Api(self._api)
-        label = "jobset.sigs.k8s.io/jobset-name" if kind == JOBSET.kind else "job-name"
+        label = kind_named(kind).pod_owner_label
 
         async def read() -> list[tuple[str, str]]:
             pods = await core.list_namespaced_pod(namespace, label_selector=f"{label}={job_name}")
@@ -636,3 +614,10 @@ class ClusterConnection:
 
 class _InvalidKubeconfig(Exception):
     pass
+
+
+def _job_kind_of(body: dict[str, Any]) -> JobKind:
+    found = kind_of(body)
+    if found is None:  # the manager stores only supported kinds (manager.jobs.parse_job)
+        raise ValueError(f"not a supported job kind: {body.get('apiVersion')} {body.get('kind')}")
+    return found

@@ -31,8 +31,12 @@ from sqlalchemy import or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import load_only
 
+from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
 from kueue_api.documents import DocumentError, load_yaml
 from kueue_api.events import build_event
+from kueue_api.jobs import JobKind, kind_named
+from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER, QUEUE_NAME_LABEL
+from kueue_api.jobs.checks import ManifestError
 from kueue_api.priority import PriorityClassNotFound, PriorityClassRef
 from kueue_api.timestamps import rfc3339
 from kueue_api.webhooks.server import WebhookServer
@@ -43,25 +47,11 @@ from manager.db.credentials import EncryptionKeyError, new_token
 from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
 from manager.dispatch.nomination import DispatchMode
-from manager.jobs import (
-    JOBSET,
-    JOBSET_GROUP,
-    JOBSET_VERSION,
-    KUEUE_GROUP,
-    KUEUE_VERSION,
-    MANAGED_BY,
-    QUEUE_LABEL,
-    JobKind,
-    ManifestError,
-    job_kind,
-    parse_job,
-    workload_name,
-)
+from manager.jobs import parse_job, workload_name
 from manager.priority import job_priority
 from manager.remote.api_errors import status_message
 from manager.remote.connection import (
-    JOBS,
-    JOBSETS,
+    KINDS_BY_CACHE,
     WORKLOADS,
     ClusterConnection,
     Key,
@@ -76,7 +66,6 @@ from manager.sources.manager_workload import (
     check_entry,
     decide,
     external_nominations,
-    mirrors_now,
     owner_is_managed,
     pending_message,
     standalone_workload,
@@ -86,7 +75,6 @@ from manager.webhooks import manager_webhook_server
 
 log = logging.getLogger(__name__)
 
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 SOURCE = "manager-cluster"
 CLUSTER_SOURCE = "multikueue"
 EVENT_COMPONENT = "mkq-manager"
@@ -164,8 +152,7 @@ class ManagerClusterSource:
             settings=runtime.settings.connection_settings(),
             selectors={
                 **{kind: None for kind in WATCHED_KINDS},
-                JOBS: QUEUE_LABEL,
-                JOBSETS: QUEUE_LABEL,
+                **dict.fromkeys(KINDS_BY_CACHE, QUEUE_NAME_LABEL),
                 WORKLOADS: None,
             },
         )
@@ -490,11 +477,11 @@ class ManagerClusterSource:
     # ---- jobs ---------------------------------------------------------------------------------
 
     async def _sync_jobs(self, topology: _Topology) -> None:
-        jobs = self._list(JOBS) + self._list(JOBSETS)
+        jobs = [job for cache in KINDS_BY_CACHE for job in self._list(cache)]
         present: dict[tuple[str, str], dict[str, Any]] = {}
         for job in jobs:
             meta = job["metadata"]
-            queue = (meta.get("labels") or {}).get(QUEUE_LABEL)
+            queue = (meta.get("labels") or {}).get(QUEUE_NAME_LABEL)
             if (meta["namespace"], queue) not in topology.queue_to_config:
                 continue
             present[(meta["namespace"], meta["name"])] = job
@@ -554,8 +541,8 @@ class ManagerClusterSource:
             )
             return
         spec = job.get("spec") or {}
-        kind = job_kind(parsed.kind)
-        if not spec.get("suspend") and spec.get("managedBy") != MANAGED_BY:
+        kind = kind_named(parsed.kind)
+        if not spec.get("suspend") and spec.get("managedBy") != MULTIKUEUE_CONTROLLER:
             # Kueue's webhook would have suspended it at creation; do it now, before it runs here.
             with contextlib.suppress(ApiException):
                 await self._patch_job(
@@ -580,7 +567,7 @@ class ManagerClusterSource:
         row = workload_queries.new_workload_row(
             parsed,
             uid=uid,
-            workload_name=workload_name(kind.kind, parsed.name, uid, kind.group),
+            workload_name=workload_name(kind, parsed.name, uid),
             priority=priority,
             source=SOURCE,
             now=now,
@@ -619,8 +606,8 @@ class ManagerClusterSource:
         remote = row.remote_status
         if remote is None:
             return
-        kind = job_kind(row.kind)
-        if kind is not JOBSET and not mirrors_now(job, remote, winner=row.cluster):
+        kind = kind_named(row.kind)
+        if not kind.status_mirrors_now(job, remote, winner=row.cluster):
             return
         digest = hashlib.sha256(json.dumps(remote, sort_keys=True).encode()).hexdigest()
         key = (row.namespace, row.name)
@@ -637,7 +624,7 @@ class ManagerClusterSource:
         except ApiException as error:
             log.info(
                 "status of %s %s/%s not synced: %s: %s",
-                kind.kind,
+                kind.resource.kind,
                 row.namespace,
                 row.name,
                 error.reason,
@@ -647,29 +634,23 @@ class ManagerClusterSource:
     async def _patch_job(
         self, kind: JobKind, namespace: str, name: str, patch: dict[str, Any], part: str = ""
     ) -> None:
-        """Merge-patch a manager-cluster Job or JobSet (`part` "status": its status)."""
-        if kind is JOBSET:
-            custom = client.CustomObjectsApi(self._api)
-            patch_jobset = (
-                custom.patch_namespaced_custom_object_status
-                if part == "status"
-                else custom.patch_namespaced_custom_object
-            )
-            await patch_jobset(
-                JOBSET_GROUP,
-                JOBSET_VERSION,
-                namespace,
-                JOBSETS,
-                name,
-                patch,
-                _content_type="application/merge-patch+json",  # type: ignore[call-arg]
-            )
-            return
-        batch = client.BatchV1Api(self._api)
-        if part == "status":
-            await batch.patch_namespaced_job_status(name, namespace, patch)
-        else:
-            await batch.patch_namespaced_job(name, namespace, patch)
+        """Merge-patch a manager-cluster job of `kind` (`part` "status": its status)."""
+        custom = client.CustomObjectsApi(self._api)
+        patch_object = (
+            custom.patch_namespaced_custom_object_status
+            if part == "status"
+            else custom.patch_namespaced_custom_object
+        )
+        resource = kind.resource
+        await patch_object(
+            resource.group,
+            resource.version,
+            namespace,
+            resource.plural,
+            name,
+            patch,
+            _content_type="application/merge-patch+json",  # type: ignore[call-arg]
+        )
 
     async def _sync_workload(
         self, row: WorkloadRow, check: str | None, job: dict[str, Any] | None
@@ -744,6 +725,7 @@ class ManagerClusterSource:
         if manifest is None:
             return
         body = standalone_workload(
+            kind_named(row.kind),
             manifest,
             workload_name=row.workload_name,
             priority_class=PriorityClassRef.named(row.priority_class, row.priority_class_kind),

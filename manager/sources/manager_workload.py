@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueue_api.conditions import condition_true, find_condition
+from kueue_api.jobs import JobKind
+from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL
 from kueue_api.priority import PriorityClassRef
 from manager import states
-from manager.jobs import MANAGED_BY, ORIGIN_LABEL, workload_copy
+from manager.jobs import workload_copy
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 PENDING, READY, RETRY, REJECTED = "Pending", "Ready", "Retry", "Rejected"
@@ -63,6 +65,7 @@ class Decision:
 
 
 def standalone_workload(
+    kind: JobKind,
     manifest: Mapping[str, Any],
     *,
     workload_name: str,
@@ -72,6 +75,7 @@ def standalone_workload(
     """The Workload a REST submission gets in the manager cluster: no owner (there is no job
     there), so it holds the submission's place in the manager's queue and quota."""
     body = workload_copy(
+        kind,
         manifest,
         workload_name=workload_name,
         origin="",
@@ -79,7 +83,7 @@ def standalone_workload(
         priority=priority,
     )
     labels = dict(body["metadata"].get("labels") or {})
-    labels.pop(ORIGIN_LABEL, None)  # this is the origin, not a copy
+    labels.pop(MULTIKUEUE_ORIGIN_LABEL, None)  # this is the origin, not a copy
     body["metadata"]["labels"] = labels
     return body
 
@@ -88,11 +92,11 @@ def owner_is_managed(job: Mapping[str, Any]) -> tuple[bool, str]:
     """Kueue's IsJobManagedByKueue for a manager-cluster job: its controller must be
     MultiKueue, or a worker and the manager cluster would both run it."""
     managed_by = str((job.get("spec") or {}).get("managedBy") or "")
-    if managed_by == MANAGED_BY:
+    if managed_by == MULTIKUEUE_CONTROLLER:
         return True, ""
     return (
         False,
-        f'Expecting spec.managedBy to be "{MANAGED_BY}" not "{managed_by}"',
+        f'Expecting spec.managedBy to be "{MULTIKUEUE_CONTROLLER}" not "{managed_by}"',
     )
 
 
@@ -228,26 +232,6 @@ def decide(
     if _status(workload).get("nominatedClusterNames") != nominated:
         return Decision(True, None, {"nominatedClusterNames": nominated})
     return Decision(True, None, None)
-
-
-def mirrors_now(job: Mapping[str, Any], remote: Mapping[str, Any], *, winner: str | None) -> bool:
-    """Whether the worker's Job status is copied to the manager cluster's Job now, by Kueue's
-    rule (determineStatusUpdate, pkg/controller/jobs/job/job_multikueue_adapter.go): while the
-    manager's Job is still suspended (Kueue there has not admitted it yet) a running remote's
-    status waits, so a suspended Job never shows a start time or active pods; it is copied
-    once the manager's Job runs, or the remote is suspended or finished. With no winner, what
-    is held is the stopped status of a copy that is gone, copied at once so Kueue there sees
-    nothing running and gives the quota back."""
-    if not (job.get("spec") or {}).get("suspend") or winner is None:
-        return True
-    for found in remote.get("conditions") or []:
-        if found.get("status") == "True" and found.get("type") in (
-            "Suspended",
-            "Complete",
-            "Failed",
-        ):
-            return True
-    return False
 
 
 def external_nominations(workload: Mapping[str, Any]) -> list[str] | None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NamedTuple
 
-KUEUE_GROUP = "kueue.x-k8s.io"
+from kueue_api.api_resources import KUEUE_GROUP
+
 CONFIG_KIND = "MultiKueueConfig"
 ACTIVE_MESSAGE = "The admission check is active"
 # Kueue's `ErrNilParametersRef` and `ErrBadParametersRef` (pkg/util/admissioncheck).

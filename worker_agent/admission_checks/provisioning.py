@@ -34,7 +34,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kueue_api.api_resources import KUEUE_GROUP
 from kueue_api.conditions import condition_true, find_condition
+from kueue_api.jobs.base import merge_into_template
 from kueue_api.jsoncopy import json_copy
 from worker_agent import workloads as wl
 from worker_agent.admission_checks import states
@@ -49,9 +51,7 @@ from worker_agent.admission_checks.base import (
 )
 from worker_agent.backoff import Backoff
 from worker_agent.cache import object_key
-from worker_agent.integrations.base import merge_into_template
 from worker_agent.resources import (
-    KUEUE_GROUP,
     POD_TEMPLATES,
     PROVISIONING_REQUEST_CONFIGS,
     PROVISIONING_REQUESTS,

@@ -1,4 +1,4 @@
-"""The generic job reconciler (jobframework's JobReconciler) for any `JobIntegration`.
+"""The generic job reconciler (jobframework's JobReconciler) for any `JobKind`.
 
 For one job key it compares the job with its Workload and takes the single next step:
 create or adopt the Workload, keep the job suspended until admitted, start it with its
@@ -20,6 +20,15 @@ from datetime import datetime
 from typing import Any
 
 from kueue_api.conditions import find_condition
+from kueue_api.jobs.base import (
+    DEFAULT_LOCAL_QUEUE,
+    Finish,
+    JobKind,
+    PodSetInfo,
+    takes_default_queue,
+    with_default_queue,
+)
+from kueue_api.jobs.batch_job import capped_to
 from kueue_api.priority import Priority, PriorityClassNotFound, PriorityClassRef
 from kueue_api.workload_names import workload_name_for_owner
 from worker_agent import workload_slices as slices
@@ -28,15 +37,6 @@ from worker_agent.cache import Change, object_key
 from worker_agent.controllers.workloads import OWNER_INDEX, owner_uids
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
-from worker_agent.integrations.base import (
-    DEFAULT_LOCAL_QUEUE,
-    Finish,
-    JobIntegration,
-    PodSetInfo,
-    takes_default_queue,
-    with_default_queue,
-)
-from worker_agent.integrations.job import capped_to
 from worker_agent.kube_client import ApiError
 from worker_agent.resources import (
     JOBS,
@@ -62,7 +62,7 @@ class JobController:
 
     def __init__(
         self,
-        integration: JobIntegration,
+        integration: JobKind,
         informers: InformerSet,
         writer: ObjectWriter,
         recorder: EventRecorder,

@@ -13,20 +13,20 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from kueue_api.priority import PriorityClassNotFound
-from kueue_api.workload_names import workload_name_for_owner
-from worker_agent import workloads as wl
-from worker_agent.cache import Change, object_key
-from worker_agent.events import EventRecorder
-from worker_agent.informers import InformerSet
-from worker_agent.integrations import pod as pods_api
-from worker_agent.integrations.base import (
+from kueue_api.jobs import pod as pods_api
+from kueue_api.jobs.base import (
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
     Finish,
     PodSetInfo,
     labels_of,
 )
+from kueue_api.priority import PriorityClassNotFound
+from kueue_api.workload_names import workload_name_for_owner
+from worker_agent import workloads as wl
+from worker_agent.cache import Change, object_key
+from worker_agent.events import EventRecorder
+from worker_agent.informers import InformerSet
 from worker_agent.kube_client import ApiError
 from worker_agent.resources import (
     PODS,

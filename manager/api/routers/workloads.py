@@ -10,6 +10,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
+from kueue_api.jobs import kind_named
+from kueue_api.jobs.base import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from kueue_api.jobs.checks import ManifestError
 from kueue_api.priority import WORKLOAD_PRIORITY_CLASS, Priority, PriorityClassNotFound
 from manager import states
 from manager.api.bodies import body_schema, read_document
@@ -30,15 +33,7 @@ from manager.api.views import workload_view
 from manager.db import workloads as queries
 from manager.db.events import append_event, workload_events
 from manager.db.tables import WorkloadRow
-from manager.jobs import (
-    PRIORITY_CLASS_LABEL,
-    QUEUE_LABEL,
-    ManifestError,
-    SubmittedJob,
-    job_kind,
-    parse_job,
-    workload_name,
-)
+from manager.jobs import SubmittedJob, parse_job, workload_name
 from manager.priority import job_priority
 from manager.remote.api_errors import status_message
 from manager.remote.connection import LOCAL_QUEUES, Unreachable
@@ -84,9 +79,7 @@ async def _priority(runtime: Runtime, job: SubmittedJob) -> Priority:
     field = (
         f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
         if missing.ref.kind == WORKLOAD_PRIORITY_CLASS
-        else "spec.replicatedJobs[*].template.spec.template.spec.priorityClassName"
-        if job.kind == "JobSet"
-        else "spec.template.spec.priorityClassName"
+        else kind_named(job.kind).pod_priority_class_field
     )
     raise ApiError(
         422,
@@ -116,7 +109,7 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
             422,
             "UnknownQueue",
             f"LocalQueue {job.namespace}/{job.queue} does not exist in any connected worker",
-            f"metadata.labels[{QUEUE_LABEL}]",
+            f"metadata.labels[{QUEUE_NAME_LABEL}]",
         )
     priority = await _priority(runtime, job)
     uid = str(uuid.uuid4())
@@ -139,7 +132,7 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
     row = queries.new_workload_row(
         job,
         uid=uid,
-        workload_name=workload_name(job.kind, job.name, uid, job_kind(job.kind).group),
+        workload_name=workload_name(kind_named(job.kind), job.name, uid),
         priority=priority,
         source="api",
         now=now,

@@ -26,6 +26,8 @@ from typing import Any
 
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_api.jobs import KINDS
+
 ROOT = Path(__file__).resolve().parents[3]
 
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -281,6 +283,17 @@ def _argument(call: ast.Call, parameters: tuple[str, ...], name: str) -> ast.AST
     return call.args[index] if 0 <= index < len(call.args) else None
 
 
+def _names_a_job_kinds_group(node: ast.AST | None) -> bool:
+    """Whether `node` is `resource.group` (or `<...>.resource.group`): a JobKind's resource,
+    which the job-kind layer (kueue_api.jobs) addresses for every kind alike."""
+    if not isinstance(node, ast.Attribute) or node.attr != "group":
+        return False
+    owner = node.value
+    return (isinstance(owner, ast.Name) and owner.id == "resource") or (
+        isinstance(owner, ast.Attribute) and owner.attr == "resource"
+    )
+
+
 def _fallback_plurals(module: _Module) -> set[str]:
     """Every Kueue plural the module names, by a constant or a string literal."""
     names = {v for v in module.globals.values() if isinstance(v, str)}
@@ -326,6 +339,15 @@ def _typed_call(
 ) -> list[ApiCall]:
     groups: set[str] = set()
     plurals: set[str] = set()
+    if "{group}" in endpoint.path and _names_a_job_kinds_group(
+        _argument(call, endpoint.parameters, "group")
+    ):
+        # `resource.group` of a kueue_api.jobs kind: the call reaches every kind's resource.
+        return [
+            ApiCall(kind.resource.group, kind.resource.plural, verb, where)
+            for kind in KINDS
+            for verb in verbs_of(method)
+        ]
     if "{group}" in endpoint.path:
         group_node = _argument(call, endpoint.parameters, "group")
         values = resolver.values(module, group_node) if group_node is not None else None
@@ -381,12 +403,11 @@ class GenericCalls:
 def generic_api_calls(package: str) -> GenericCalls:
     """Calls on the agent's KubeClient and ObjectWriter whose ResourceType is a constant."""
     from worker_agent.agent import default_admission_checks
-    from worker_agent.integrations import default_integrations
     from worker_agent.resources import ResourceType
 
     modules = [m for m in load_modules(package) if ".engine" not in m.name]
     resolver = Resolver(modules)
-    integration_types = {i.resource for i in default_integrations()}
+    integration_types = {i.resource for i in KINDS}
     check_writes = {rt for c in default_admission_checks() for rt in c.writes}
     calls: list[ApiCall] = []
     unresolved: list[str] = []
@@ -455,9 +476,8 @@ def _subresources(
 def informer_calls() -> list[ApiCall]:
     """The agent lists and watches every type its InformerSet is built with."""
     from worker_agent.agent import default_admission_checks, informed_resources
-    from worker_agent.integrations import default_integrations
 
-    types = informed_resources(default_integrations(), default_admission_checks())
+    types = informed_resources(KINDS, default_admission_checks())
     return [
         ApiCall(rt.group, rt.plural, verb, "worker_agent/agent.py: InformerSet")
         for rt in types

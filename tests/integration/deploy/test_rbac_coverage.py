@@ -21,7 +21,8 @@ from typing import Any
 import yaml
 
 from kubesim import ClusterSpec, run_clusters
-from manager.jobs import job_copy, workload_copy, workload_name
+from kueue_api.jobs import BATCH_JOB
+from manager.jobs import workload_copy, workload_name
 from manager.remote.connection import ClusterConnection, ConnectionSettings
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import KubeClient
@@ -332,20 +333,25 @@ async def test_the_managers_work_in_a_worker_needs_only_the_manager_access_role(
                 return connection.ready
 
             await _wait(ready, f"the connection to be ready ({listener.problems})")
-            name = workload_name("Job", "mirrored", "uid-1")
+            name = workload_name(BATCH_JOB, "mirrored", "uid-1")
             copy_of = workload_copy(
-                manifest, workload_name=name, origin="multikueue", priority_class=None, priority=0
+                BATCH_JOB,
+                manifest,
+                workload_name=name,
+                origin="multikueue",
+                priority_class=None,
+                priority=0,
             )
             assert await connection.create_workload(copy_of) is not None
             assert await connection.create_job(
-                job_copy(manifest, workload_name=name, origin="multikueue")
+                BATCH_JOB.worker_copy(manifest, workload_name=name, origin="multikueue")
             )
             assert await connection.read_custom("localqueues", "user-queue", "team-a") is not None
             assert await connection.read_custom("workloadpriorityclasses", "none") is None
             await admin.patch(JOBS, "mirrored", "team-a", {"spec": {"suspend": False}})
 
             async def logs() -> list[tuple[str, str]]:
-                return await connection.pod_logs("team-a", "mirrored")
+                return await connection.pod_logs("team-a", "mirrored", "Job")
 
             await _wait(logs, "the mirrored Job's pods")
             await connection.delete_job("team-a", "mirrored")

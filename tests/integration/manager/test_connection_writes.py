@@ -11,7 +11,8 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from kubesim import ClusterSpec, run_clusters
-from manager.jobs import job_copy, workload_copy, workload_name
+from kueue_api.jobs import BATCH_JOB
+from manager.jobs import workload_copy, workload_name
 from manager.remote.connection import JOBS, WORKLOADS, ClusterConnection, ConnectionSettings
 from tests.unit.manager.test_connection_rules import KUBECONFIG
 
@@ -76,11 +77,16 @@ async def test_copies_are_created_once_removed_once_and_refusals_raise() -> None
         try:
             await _until(lambda: connection.ready)
             manifest = _job("once")
-            name = workload_name("Job", "once", "uid-1")
+            name = workload_name(BATCH_JOB, "once", "uid-1")
             body = workload_copy(
-                manifest, workload_name=name, origin="multikueue", priority_class=None, priority=0
+                BATCH_JOB,
+                manifest,
+                workload_name=name,
+                origin="multikueue",
+                priority_class=None,
+                priority=0,
             )
-            job = job_copy(manifest, workload_name=name, origin="multikueue")
+            job = BATCH_JOB.worker_copy(manifest, workload_name=name, origin="multikueue")
 
             created = await connection.create_workload(body)
             assert created is not None
@@ -103,7 +109,9 @@ async def test_copies_are_created_once_removed_once_and_refusals_raise() -> None
 
             with pytest.raises(ApiException) as refused:
                 await connection.create_job(
-                    job_copy({**manifest, "spec": {}}, workload_name=name, origin="multikueue")
+                    BATCH_JOB.worker_copy(
+                        {**manifest, "spec": {}}, workload_name=name, origin="multikueue"
+                    )
                 )
             assert refused.value.status == 422
         finally:

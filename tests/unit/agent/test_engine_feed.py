@@ -5,12 +5,12 @@ from pathlib import Path
 
 import yaml
 
+from kueue_api.jobs import BATCH_JOB
 from kueue_api.priority import Priority
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
 from worker_agent.engine import schedule
 from worker_agent.engine_feed import EngineFeed
-from worker_agent.integrations import BatchJobIntegration
 from worker_agent.queue_status import capacity_summary, cluster_queue_statuses
 from worker_agent.resources import (
     CLUSTER_QUEUES,
@@ -44,7 +44,7 @@ def job_workload(name: str, cpus: int) -> dict:
     job["metadata"]["name"] = name
     job["metadata"]["uid"] = f"uid-{name}"
     job["spec"]["parallelism"] = job["spec"]["completions"] = cpus
-    pod_sets = BatchJobIntegration().pod_sets(job)
+    pod_sets = BATCH_JOB.pod_sets(job)
     workload = wl.new_workload(f"job-{name}", job, "user-queue", pod_sets, Priority(None, 0))
     workload["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
     workload["metadata"]["uid"] = f"wl-{name}"

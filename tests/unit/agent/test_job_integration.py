@@ -3,14 +3,14 @@
 import copy
 from typing import Any
 
-from worker_agent.integrations import BatchJobIntegration, PodSetInfo
-from worker_agent.integrations.base import (
+from kueue_api.jobs import BATCH_JOB, PodSetInfo
+from kueue_api.jobs.base import (
     QUEUE_NAME_LABEL,
     takes_default_queue,
     with_default_queue,
 )
 
-JOB = BatchJobIntegration()
+JOB = BATCH_JOB
 
 
 def sample_job(**spec: object) -> dict:
@@ -123,11 +123,11 @@ def test_a_jobset_has_one_pod_set_per_replicated_job() -> None:
 
     import yaml
 
-    from worker_agent.integrations.jobset import JobSetIntegration
+    from kueue_api.jobs import JOBSET
 
     jobset = yaml.safe_load(Path("/work/shared/kueue-examples/jobs/sample-jobset.yaml").read_text())
     jobset["spec"]["replicatedJobs"][0]["replicas"] = 3
-    integration = JobSetIntegration()
+    integration = JOBSET
     assert integration.is_managed(jobset)
     pod_sets = integration.pod_sets(jobset)
     assert [(p["name"], p["count"]) for p in pod_sets] == [("workers", 3), ("driver", 1)]

@@ -1,7 +1,7 @@
 """Plain pods and pod groups: who is queued, how groups split into podSets, release, finish."""
 
-from worker_agent.integrations import PodSetInfo
-from worker_agent.integrations import pod as pods
+from kueue_api.jobs import PodSetInfo
+from kueue_api.jobs import pod as pods
 
 
 def pod(name: str, cpu: str = "1", gated: bool = True, phase: str | None = None) -> dict:

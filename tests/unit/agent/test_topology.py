@@ -1,6 +1,6 @@
 """Ungating topology-assigned pods: each gated pod gets a domain with room, ranks first."""
 
-from worker_agent.integrations import BatchJobIntegration
+from kueue_api.jobs import BATCH_JOB
 from worker_agent.topology import TOPOLOGY_GATE, Domain, decode, plan_ungating, ungated
 from worker_agent.workloads import pod_set_infos
 
@@ -81,7 +81,7 @@ def test_a_topology_admission_gates_the_jobs_pods() -> None:
     }
     [info] = pod_set_infos(workload, {})
     job = {"spec": {"suspend": True, "template": {"spec": {"containers": []}}}}
-    template = BatchJobIntegration().run(job, [info])["spec"]["template"]
+    template = BATCH_JOB.run(job, [info])["spec"]["template"]
     assert template["spec"]["schedulingGates"] == [{"name": TOPOLOGY_GATE}]
     assert template["metadata"]["labels"]["kueue.x-k8s.io/podset"] == "main"
     assert template["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == "job-a-1"

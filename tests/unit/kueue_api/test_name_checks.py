@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from kueue_api.jobs.checks import ManifestError
 from kueue_api.validation import is_label_value, is_qualified_name
-from manager.jobs import ManifestError, parse_job
+from manager.jobs import parse_job
 from tests.integration.manager.test_api_input import job
 
 

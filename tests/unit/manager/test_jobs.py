@@ -6,16 +6,12 @@ import copy
 
 import pytest
 
+from kueue_api.jobs import BATCH_JOB
+from kueue_api.jobs.base import MULTIKUEUE_ORIGIN_LABEL as ORIGIN_LABEL
+from kueue_api.jobs.base import PREBUILT_WORKLOAD_LABEL as PREBUILT_LABEL
+from kueue_api.jobs.checks import ManifestError
 from kueue_api.priority import PriorityClassRef
-from manager.jobs import (
-    ORIGIN_LABEL,
-    PREBUILT_LABEL,
-    ManifestError,
-    job_copy,
-    parse_job,
-    workload_copy,
-    workload_name,
-)
+from manager.jobs import parse_job, workload_copy, workload_name
 
 JOB = {
     "apiVersion": "batch/v1",
@@ -122,14 +118,15 @@ def test_whole_floats_are_integers_as_json_has_them_and_go_out_as_integers() -> 
 
 
 def test_workload_names_follow_kueue_and_differ_per_uid() -> None:
-    first = workload_name("Job", "sample", "uid-1")
+    first = workload_name(BATCH_JOB, "sample", "uid-1")
     assert first.startswith("job-sample-") and len(first) == len("job-sample-") + 5
-    assert first != workload_name("Job", "sample", "uid-2")
+    assert first != workload_name(BATCH_JOB, "sample", "uid-2")
 
 
 def test_workload_copy_has_origin_queue_and_pod_set() -> None:
     job = parse_job(JOB)
     wl = workload_copy(
+        BATCH_JOB,
         job.manifest,
         workload_name="job-sample-abcde",
         origin="mk",
@@ -151,7 +148,9 @@ def test_workload_copy_has_origin_queue_and_pod_set() -> None:
 def test_job_copy_is_suspended_and_points_at_its_workload() -> None:
     body = copy.deepcopy(JOB)
     body["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
-    job = job_copy(parse_job(body).manifest, workload_name="job-sample-abcde", origin="mk")
+    job = BATCH_JOB.worker_copy(
+        parse_job(body).manifest, workload_name="job-sample-abcde", origin="mk"
+    )
     assert job["spec"]["suspend"] is True
     assert "managedBy" not in job["spec"]
     assert job["metadata"]["labels"][PREBUILT_LABEL] == "job-sample-abcde"

@@ -5,8 +5,10 @@ from typing import Any
 
 import pytest
 
+from kueue_api.jobs import BATCH_JOB, JOBSET
+from kueue_api.jobs.checks import ManifestError
 from kueue_api.pod_sets import jobset_pod_sets
-from manager.jobs import ManifestError, job_copy, parse_job, workload_copy, workload_name
+from manager.jobs import parse_job, workload_copy, workload_name
 
 
 def jobset() -> dict[str, Any]:
@@ -38,7 +40,9 @@ def test_a_jobset_asks_for_every_pod_of_every_replica() -> None:
 def test_its_workload_copy_has_one_pod_set_per_replicated_job() -> None:
     body = jobset()
     body["metadata"]["namespace"] = "default"
-    copy = workload_copy(body, workload_name="w", origin="o", priority_class=None, priority=0)
+    copy = workload_copy(
+        JOBSET, body, workload_name="w", origin="o", priority_class=None, priority=0
+    )
     assert [(p["name"], p["count"]) for p in copy["spec"]["podSets"]] == [
         ("leader", 1),
         ("workers", 6),
@@ -49,7 +53,7 @@ def test_its_workload_copy_has_one_pod_set_per_replicated_job() -> None:
 def test_the_winner_gets_it_suspended_without_managed_by() -> None:
     body = jobset()
     body["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
-    sent = job_copy(body, workload_name="jobset-train-abcde", origin="o")
+    sent = JOBSET.worker_copy(body, workload_name="jobset-train-abcde", origin="o")
     assert sent["spec"]["suspend"] is True and "managedBy" not in sent["spec"]
     assert sent["metadata"]["labels"]["kueue.x-k8s.io/prebuilt-workload-name"] == (
         "jobset-train-abcde"
@@ -57,10 +61,8 @@ def test_the_winner_gets_it_suspended_without_managed_by() -> None:
 
 
 def test_the_workload_is_named_as_kueue_names_a_jobsets() -> None:
-    assert workload_name("JobSet", "train", "uid-1", "jobset.x-k8s.io").startswith("jobset-train-")
-    assert workload_name("JobSet", "train", "uid-1", "jobset.x-k8s.io") != workload_name(
-        "Job", "train", "uid-1"
-    )
+    assert workload_name(JOBSET, "train", "uid-1").startswith("jobset-train-")
+    assert workload_name(JOBSET, "train", "uid-1") != workload_name(BATCH_JOB, "train", "uid-1")
 
 
 def test_a_jobset_without_replicated_jobs_is_refused_naming_the_field() -> None:

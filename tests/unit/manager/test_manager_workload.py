@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_api.jobs import BATCH_JOB, JOBSET
 from manager.sources.manager_workload import (
     WAITING_FOR_QUOTA,
     Record,
     decide,
-    mirrors_now,
     owner_is_managed,
     pending_message,
     standalone_workload,
@@ -153,7 +153,9 @@ def test_a_standalone_workload_has_no_owner_nor_origin_label() -> None:
             },
         },
     }
-    body = standalone_workload(manifest, workload_name="job-a-1", priority_class=None, priority=0)
+    body = standalone_workload(
+        BATCH_JOB, manifest, workload_name="job-a-1", priority_class=None, priority=0
+    )
     assert "ownerReferences" not in body["metadata"]
     assert "kueue.x-k8s.io/multikueue-origin" not in (body["metadata"].get("labels") or {})
     assert body["spec"]["queueName"] == "q"
@@ -164,6 +166,7 @@ def test_a_suspended_managers_job_waits_for_the_running_remotes_status() -> None
     suspended = {"spec": {"suspend": True}}
     running = {"active": 2, "startTime": "T"}
     # Kueue there has not admitted it yet: a start time on a suspended Job would be wrong.
+    mirrors_now = BATCH_JOB.status_mirrors_now
     assert not mirrors_now(suspended, running, winner="w1")
     assert mirrors_now({"spec": {"suspend": False}}, running, winner="w1")
     finished = {"succeeded": 2, "conditions": [{"type": "Complete", "status": "True"}]}
@@ -172,3 +175,9 @@ def test_a_suspended_managers_job_waits_for_the_running_remotes_status() -> None
     assert mirrors_now(suspended, remote_suspended, winner="w1")
     # Its winner gone, the stopped status goes at once: nothing runs anywhere.
     assert mirrors_now(suspended, {}, winner=None)
+
+
+def test_a_jobsets_status_is_mirrored_as_it_comes() -> None:
+    # Kueue's JobSet adapter copies the remote status whole, whatever the manager's JobSet.
+    running = {"replicatedJobsStatus": [{"name": "w", "active": 2}]}
+    assert JOBSET.status_mirrors_now({"spec": {"suspend": True}}, running, winner="w1")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from kueue_api.jobs import BATCH_JOB, JOBSET
 from manager.dispatch.remote_state import earliest_admitted, job_state, workload_copy_state
 
 
@@ -43,10 +44,18 @@ def test_false_conditions_do_not_count() -> None:
 
 
 def test_job_state_reads_complete_failed_and_started() -> None:
-    assert job_state({"status": {"conditions": [cond("Complete")]}}).finished == "Succeeded"
-    assert job_state({"status": {"conditions": [cond("Failed")]}}).finished == "Failed"
-    assert job_state({"status": {"active": 1}}).started
-    assert not job_state({}).started
+    assert job_state(BATCH_JOB, {"status": {"conditions": [cond("Complete")]}}).finished == (
+        "Succeeded"
+    )
+    assert job_state(BATCH_JOB, {"status": {"conditions": [cond("Failed")]}}).finished == "Failed"
+    assert job_state(BATCH_JOB, {"status": {"active": 1}}).started
+    assert not job_state(BATCH_JOB, {}).started
+    # A JobSet ends with Completed, and has started once a replicated Job has pods.
+    assert job_state(JOBSET, {"status": {"conditions": [cond("Completed")]}}).finished == (
+        "Succeeded"
+    )
+    assert job_state(JOBSET, {"status": {"replicatedJobsStatus": [{"active": 1}]}}).started
+    assert not job_state(JOBSET, {"status": {"conditions": [cond("Complete")]}}).finished
 
 
 def test_earliest_admission_wins_and_ties_go_by_name() -> None:

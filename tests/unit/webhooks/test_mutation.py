@@ -9,14 +9,9 @@ from typing import Any
 
 import pytest
 
-from kueue_api.webhooks.mutation import (
-    ADMISSION_GATE,
-    MANAGED_LABEL,
-    MULTIKUEUE_CONTROLLER,
-    QUEUE_NAME_LABEL,
-    Defaulting,
-    mutate,
-)
+from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER, QUEUE_NAME_LABEL
+from kueue_api.jobs.pod import ADMISSION_GATE, MANAGED_LABEL
+from kueue_api.webhooks.mutation import Defaulting, mutate
 from kueue_api.webhooks.review import json_patch, parse, response
 
 JsonObject = dict[str, Any]

@@ -103,3 +103,17 @@ def test_certificates_are_made_then_kept_then_renewed_before_they_expire() -> No
     assert rolled is not None and rolled.ca != first.ca
     assert rolled.previous_ca == first.ca
     assert rolled.bundle == rolled.ca.cert_pem + first.ca.cert_pem
+
+
+def test_a_job_asking_for_more_than_it_can_run_at_least_is_refused_at_create() -> None:
+    bad = job({"kueue.x-k8s.io/queue-name": "a"}, suspend=True)
+    bad["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "7"}
+    bad["spec"]["parallelism"] = 4
+    answer = validate(parse(review(bad)), FRAMEWORKS)
+    assert not answer.allowed
+    assert answer.message == (
+        "metadata.annotations[kueue.x-k8s.io/job-min-parallelism]: Invalid value: 7: "
+        "should be between 0 and 3"
+    )
+    bad["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] = "2"
+    assert validate(parse(review(bad)), FRAMEWORKS).allowed

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from worker_agent.integrations.base import (
+from kueue_api.jobs.base import (
     QUEUE_NAME_LABEL,
     Finish,
     PodSetInfo,
@@ -26,6 +26,8 @@ from worker_agent.integrations.base import (
 
 JsonObject = dict[str, Any]
 
+# Its name in Kueue's Configuration `integrations.frameworks`.
+FRAMEWORK = "pod"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kueue_api.jsoncopy import json_copy
-from kueue_api.pod_sets import jobset_pod_sets
-from worker_agent.integrations.base import (
+from kueue_api.api_resources import ResourceType
+from kueue_api.jobs import checks
+from kueue_api.jobs.base import (
     Finish,
     JsonObject,
     PodSetInfo,
@@ -14,13 +14,40 @@ from worker_agent.integrations.base import (
     merge_into_template,
     restore_template,
 )
-from worker_agent.resources import JOBSETS
+from kueue_api.jsoncopy import json_copy
+from kueue_api.pod_sets import jobset_pod_sets
 
 
-class JobSetIntegration(QueueLabelledJob):
-    """The JobSet kind; templates live at spec.replicatedJobs[i].template.spec.template."""
+class JobSet(QueueLabelledJob):
+    """The JobSet kind (Kueue's pkg/controller/jobs/jobset); templates live at
+    spec.replicatedJobs[i].template.spec.template."""
 
-    resource = JOBSETS
+    resource = ResourceType("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", True)
+    framework = "jobset.x-k8s.io/jobset"
+    pod_owner_label = "jobset.sigs.k8s.io/jobset-name"
+    pod_priority_class_field = (
+        "spec.replicatedJobs[*].template.spec.template.spec.priorityClassName"
+    )
+
+    def check(self, job: JsonObject) -> None:
+        replicated_jobs = checks.require_mapping(job.get("spec"), "spec").get("replicatedJobs")
+        if not isinstance(replicated_jobs, list) or not replicated_jobs:
+            raise checks.ManifestError(
+                "spec.replicatedJobs", "at least one replicated job is required"
+            )
+        for index, entry in enumerate(replicated_jobs):
+            field = f"spec.replicatedJobs[{index}]"
+            replicated = checks.require_mapping(entry, field)
+            checks.dns_label(replicated.get("name"), f"{field}.name", "name")
+            replicas = checks.int32(replicated.get("replicas", 1), f"{field}.replicas")
+            template = checks.require_mapping(replicated.get("template"), f"{field}.template")
+            pods = checks.job_spec(template.get("spec"), f"{field}.template.spec")
+            if pods * replicas > checks.INT32_MAX:
+                # Kueue's podSet count is an int32: replicas x pods per Job must fit.
+                raise checks.ManifestError(
+                    f"{field}.replicas",
+                    f"{replicas} replicas of {pods} pods exceed {checks.INT32_MAX}",
+                )
 
     @staticmethod
     def _replicated(job: JsonObject) -> list[JsonObject]:
@@ -28,9 +55,6 @@ class JobSetIntegration(QueueLabelledJob):
 
     def pod_sets(self, job: JsonObject) -> list[JsonObject]:
         return jobset_pod_sets(job)
-
-    def is_suspended(self, job: JsonObject) -> bool:
-        return bool((job.get("spec") or {}).get("suspend"))
 
     def is_active(self, job: JsonObject) -> bool:
         statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
@@ -42,6 +66,10 @@ class JobSetIntegration(QueueLabelledJob):
         ready = sum(int(s.get("ready") or 0) + int(s.get("succeeded") or 0) for s in statuses)
         return ready >= replicas
 
+    def has_started(self, job: JsonObject) -> bool:
+        statuses = (job.get("status") or {}).get("replicatedJobsStatus") or []
+        return any(int(s.get("active") or 0) + int(s.get("succeeded") or 0) > 0 for s in statuses)
+
     def finished(self, job: JsonObject) -> Finish | None:
         for condition in (job.get("status") or {}).get("conditions") or []:
             if condition.get("status") != "True":
@@ -50,11 +78,6 @@ class JobSetIntegration(QueueLabelledJob):
                 succeeded = condition["type"] == "Completed"
                 return Finish(succeeded, str(condition.get("message", "")))
         return None
-
-    def suspend(self, job: JsonObject) -> JsonObject:
-        result = json_copy(job)
-        result.setdefault("spec", {})["suspend"] = True
-        return result
 
     def _templates(self, job: JsonObject) -> list[JsonObject]:
         """The pod template dicts of a (copied) JobSet, in replicated-job order."""

@@ -1,7 +1,8 @@
-"""The small interface a job kind implements to be queued and admitted (jobframework's GenericJob).
+"""The small interface a job kind implements: Kueue's GenericJob and MultiKueueAdapter in one.
 
-Every method is pure: it reads a job's JSON or returns a modified copy. The generic job
-reconciler does the I/O, so a new kind is one module and its rules are unit-tested alone.
+Every method is pure: it reads a job's JSON or returns a modified copy. The agent's generic job
+reconciler and the manager's intake, dispatcher and mirroring do the I/O, so a kind is one
+module (and a line in kueue_api.jobs' registry) and its rules are unit-tested alone.
 """
 
 from __future__ import annotations
@@ -10,16 +11,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kueue_api.api_resources import ResourceType
+from kueue_api.errors import FieldError
 from kueue_api.jsoncopy import json_copy
-from worker_agent.resources import ResourceType
 
 JsonObject = dict[str, Any]
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+# spec.managedBy of a job that Kueue's MultiKueue runs in a worker cluster.
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+# The label MultiKueue puts on its copies in a worker: which manager they came from.
+MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 DEFAULT_LOCAL_QUEUE = "default"
+# Metadata a worker's API server sets for itself: never part of a copy.
+_SERVER_SET_METADATA = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "ownerReferences",
+    "managedFields",
+)
 
 
 @dataclass(frozen=True)
@@ -47,10 +61,22 @@ class Finish:
         return "Succeeded" if self.succeeded else "Failed"
 
 
-class JobIntegration(Protocol):
+class JobKind(Protocol):
     """One job kind. `job` arguments are Kubernetes JSON; results are new objects."""
 
+    # Its API resource (group, version, plural, kind).
     resource: ResourceType
+    # Its name in Kueue's Configuration `integrations.frameworks` ("batch/job").
+    framework: str
+    # The label its pods carry with the job's name (to find them, and their logs).
+    pod_owner_label: str
+    # Where its pod templates name a PriorityClass (the field a missing class is blamed on).
+    pod_priority_class_field: str
+
+    def check(self, job: JsonObject) -> None:
+        """Raise ManifestError (kueue_api.jobs.checks), naming the field, unless the job's
+        spec is well formed enough to build its podSets: counts, templates, requests."""
+        ...
 
     def queue_name(self, job: JsonObject) -> str | None: ...
 
@@ -72,7 +98,14 @@ class JobIntegration(Protocol):
         """True while the job still has running pods (quota is released only after)."""
         ...
 
-    def finished(self, job: JsonObject) -> Finish | None: ...
+    def finished(self, job: JsonObject) -> Finish | None:
+        """Kueue's Finished: the job's own final condition (Complete, Failed...), not the
+        earlier SuccessCriteriaMet or FailureTarget: the final counts come with it."""
+        ...
+
+    def has_started(self, job: JsonObject) -> bool:
+        """Whether any of its pods has run (a start time, or pods active or done)."""
+        ...
 
     def pods_ready(self, job: JsonObject) -> bool:
         """True when every pod of the job is ready or has succeeded."""
@@ -89,6 +122,23 @@ class JobIntegration(Protocol):
     def restore(self, job: JsonObject, original_pod_sets: Sequence[JsonObject]) -> JsonObject:
         """A copy with its templates as the Workload's originals (a suspended job only, since
         Kubernetes lets a template change only while the job is suspended)."""
+        ...
+
+    def admission_problems(self, job: JsonObject, old: JsonObject | None) -> list[FieldError]:
+        """What Kueue's validating webhook for this kind refuses in `job` (created when `old`
+        is None, else updated from `old`), beyond the queue-name rules every kind shares."""
+        ...
+
+    def worker_copy(self, job: JsonObject, *, workload_name: str, origin: str) -> JsonObject:
+        """The copy MultiKueue creates in the winning worker: suspended, no managedBy, no
+        server-set metadata or status, labelled with its origin and pointing at its Workload
+        (the prebuilt-workload-name label) so the worker's Kueue adopts the admitted one."""
+        ...
+
+    def status_mirrors_now(
+        self, job: JsonObject, remote_status: JsonObject, *, winner: str | None
+    ) -> bool:
+        """Whether the worker copy's status is copied onto the manager's job now."""
         ...
 
 
@@ -203,3 +253,38 @@ class QueueLabelledJob:
 
     def priority_class_name(self, job: JsonObject) -> str | None:
         return labels_of(job).get(PRIORITY_CLASS_LABEL) or None
+
+    def is_suspended(self, job: JsonObject) -> bool:
+        return bool((job.get("spec") or {}).get("suspend"))
+
+    def suspend(self, job: JsonObject) -> JsonObject:
+        result = json_copy(job)
+        result.setdefault("spec", {})["suspend"] = True
+        return result
+
+    def admission_problems(self, job: JsonObject, old: JsonObject | None) -> list[FieldError]:
+        return []
+
+    def worker_copy(self, job: JsonObject, *, workload_name: str, origin: str) -> JsonObject:
+        copy = self.suspend(job)
+        metadata = copy.setdefault("metadata", {})
+        metadata["labels"] = {
+            **(metadata.get("labels") or {}),
+            MULTIKUEUE_ORIGIN_LABEL: origin,
+            PREBUILT_WORKLOAD_LABEL: workload_name,
+        }
+        for key in _SERVER_SET_METADATA:
+            metadata.pop(key, None)
+        copy["spec"].pop("managedBy", None)
+        copy.pop("status", None)
+        return self.without_cluster_fields(copy)
+
+    def without_cluster_fields(self, copy: JsonObject) -> JsonObject:
+        """`copy` (the caller's own) without what the manager cluster's controllers set on
+        the job and a worker would refuse or misread: nothing, unless the kind says so."""
+        return copy
+
+    def status_mirrors_now(
+        self, job: JsonObject, remote_status: JsonObject, *, winner: str | None
+    ) -> bool:
+        return True
