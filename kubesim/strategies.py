@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from kueue_api.cel.crd_checks import crd_rule_errors
+from kueue_api.jobs.jobset import with_webhook_defaults as jobset_webhook_defaults
 from kueue_api.jsoncopy import json_copy
 
 from . import dra_selectors, webhook_configs
@@ -105,6 +106,9 @@ def default_on_create(resource_type: ResourceType, obj: Obj) -> None:
         _default_pod_spec(obj.setdefault("spec", {}), top_level=True)
     elif kind == ("batch", "Job"):
         _default_job(obj)
+    elif kind == ("jobset.x-k8s.io", "JobSet"):
+        # JobSet's own defaulting webhook, which kubesim plays beside its JobSet controller.
+        jobset_webhook_defaults(obj)
     elif kind == ("", "Namespace"):
         spec = obj.setdefault("spec", {})
         spec.setdefault("finalizers", ["kubernetes"])

@@ -17,7 +17,7 @@ from kubesim import JOBSET_CRD, ClusterSpec, run_clusters
 from mkq.demo.system import agent_webhooks
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import ApiError, KubeClient
-from worker_agent.resources import JOBS
+from worker_agent.resources import JOBS, WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT.parent / "shared" / "kueue-examples"
@@ -66,6 +66,17 @@ async def cluster(backend: str, name: str, extra_crds: Sequence[Path] = ()) -> A
     real = real_clusters((name,))[name]
     await asyncio.to_thread(install_crds, [real], extra_crds)
     yield real.kubeconfig_path
+
+
+async def workload_of(client: KubeClient, owner: dict[str, Any]) -> dict[str, Any] | None:
+    """The Workload that `owner` (a job of any kind) owns, in its namespace, if any."""
+    namespace = owner["metadata"]["namespace"]
+    items, _ = await client.list(WORKLOADS, namespace)
+    for workload in items:
+        refs = workload["metadata"].get("ownerReferences") or []
+        if any(ref.get("uid") == owner["metadata"]["uid"] for ref in refs):
+            return workload
+    return None
 
 
 async def create_all(client: KubeClient, objects: list[dict[str, Any]]) -> None:

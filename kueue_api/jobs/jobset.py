@@ -18,6 +18,28 @@ from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import jobset_pod_sets
 
 
+def with_webhook_defaults(jobset: JsonObject) -> None:
+    """What JobSet's defaulting webhook sets on a JobSet at creation, in place (Default in
+    sigs.k8s.io/jobset pkg/webhooks/jobset_webhook.go): success policy All, startup in any
+    order, each replicated Job Indexed with its pods restarting OnFailure, DNS hostnames on.
+    kubesim applies it where a cluster runs JobSet's own webhook."""
+    spec = jobset.setdefault("spec", {})
+    spec.setdefault("successPolicy", {"operator": "All"})
+    spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})
+    for replicated in spec.get("replicatedJobs") or []:
+        job_spec = replicated.setdefault("template", {}).setdefault("spec", {})
+        job_spec.setdefault("completionMode", "Indexed")
+        pod_spec = job_spec.setdefault("template", {}).setdefault("spec", {})
+        if not pod_spec.get("restartPolicy"):
+            pod_spec["restartPolicy"] = "OnFailure"
+    network = spec.setdefault("network", {})
+    network.setdefault("enableDNSHostnames", True)
+    network.setdefault("publishNotReadyAddresses", True)
+    for index, rule in enumerate((spec.get("failurePolicy") or {}).get("rules") or []):
+        if not rule.get("name"):
+            rule["name"] = f"failurePolicyRule{index}"
+
+
 class JobSet(QueueLabelledJob):
     """The JobSet kind (Kueue's pkg/controller/jobs/jobset); templates live at
     spec.replicatedJobs[i].template.spec.template."""

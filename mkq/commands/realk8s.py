@@ -7,7 +7,12 @@ from pathlib import Path
 
 import click
 
-from mkq.realk8s.binaries import BuildError, ensure_control_plane, ensure_module_files
+from mkq.realk8s.binaries import (
+    BuildError,
+    ensure_control_plane,
+    ensure_module_files,
+    ensure_peers,
+)
 from mkq.realk8s.clusters import ClusterStartError, start_clusters, stop_clusters
 
 
@@ -18,10 +23,10 @@ def realk8s() -> None:
 
 @realk8s.command("build")
 def build() -> None:
-    """Build the control plane's programs from their Go modules, or find them cached (and
-    fetch the CRDs the tests take from Go modules)."""
+    """Build the control plane's programs and the job kinds' operators from their Go modules,
+    or find them cached (and fetch the CRDs the tests take from Go modules)."""
     try:
-        programs = ensure_control_plane()
+        programs = {**ensure_control_plane(), **ensure_peers()}
         files = ensure_module_files()
     except BuildError as error:
         click.echo(f"error: {error}", err=True)

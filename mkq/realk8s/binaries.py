@@ -86,7 +86,13 @@ PROVISIONING_REQUEST_CRD = (
     AUTOSCALER_APIS,
     "config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml",
 )
-MODULE_FILES = (PROVISIONING_REQUEST_CRD,)
+# JobSet's own controller, and its CRD and webhook configurations, from one module.
+JOBSET = GoModule("jobset", "sigs.k8s.io/jobset", ("sigs.k8s.io/jobset",))
+JOBSET_CRD = (JOBSET, "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml")
+JOBSET_WEBHOOKS = (JOBSET, "config/components/webhook/manifests.yaml")
+MODULE_FILES = (PROVISIONING_REQUEST_CRD, JOBSET_CRD, JOBSET_WEBHOOKS)
+# Programs beside the control planes (the real operators of job kinds), built on demand.
+PEERS = (JOBSET,)
 # The program names the cluster starter asks for, and the module each comes from.
 PROGRAMS = {
     "etcd": ETCD,
@@ -187,6 +193,16 @@ def ensure_control_plane() -> dict[str, Path]:
     for module in CONTROL_PLANE:
         ensure_built(module)
     return {name: build_directory(module) / name for name, module in PROGRAMS.items()}
+
+
+def ensure_peers() -> dict[str, Path]:
+    """Every program of PEERS (the job kinds' own operators), built or found in the cache."""
+    found: dict[str, Path] = {}
+    for module in PEERS:
+        directory = ensure_built(module)
+        for package in module.programs:
+            found[_program_name(package)] = directory / _program_name(package)
+    return found
 
 
 def module_file(module: GoModule, relative: str) -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import secrets
 import tempfile
 from collections.abc import AsyncIterator
@@ -19,7 +20,7 @@ from urllib.parse import urlparse
 import uvicorn
 from cryptography.fernet import Fernet
 
-from kubesim import RunningCluster, run_clusters
+from kubesim import JOBSET_CRD, RunningCluster, run_clusters
 from manager.api.app import create_app
 from manager.runtime import ManagerRuntime
 from manager.settings import ManagerSettings
@@ -181,7 +182,11 @@ class KubesimBackend:
     async def system(self, options: SystemOptions) -> AsyncIterator[KubesimSystem]:
         async with contextlib.AsyncExitStack() as stack:
             scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mkq-e2e-")))
-            specs = cluster_specs((MANAGER_CLUSTER, *WORKERS), scratch)
+            specs = [
+                # JobSet's CRD too: kubesim runs an emulation of its controller.
+                dataclasses.replace(spec, crds=[*spec.crds, JOBSET_CRD])
+                for spec in cluster_specs((MANAGER_CLUSTER, *WORKERS), scratch)
+            ]
             running = await stack.enter_async_context(run_clusters(specs))
             clusters = {c.name: c for c in running}
             clients = await open_clients(stack, clusters)

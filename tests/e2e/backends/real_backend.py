@@ -46,6 +46,11 @@ from mkq.realk8s.clusters import (
     processes,
     signal_processes,
 )
+from mkq.realk8s.jobset import (
+    WEBHOOK_CONFIGURATION_PREFIX,
+    install_jobset_crd,
+    jobset_controller,
+)
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
 from tests.e2e.backends.setup import manager_setup, run_command, token_secret_kubeconfig
 from tests.fault_proxy import FaultProxy
@@ -78,6 +83,8 @@ class RealEnvironment:
 
     clusters: dict[str, RealCluster]
     scratch: Path
+    # JobSet's controllers in the workers, for the session (their processes die with it).
+    peers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     identities: dict[str, Path] = field(default_factory=dict)  # kubeconfig per process role
     access: dict[str, dict[str, Any]] = field(default_factory=dict)  # manager-access per worker
 
@@ -97,6 +104,13 @@ class RealEnvironment:
 
     def _install(self) -> None:
         install_crds(self.clusters.values())
+        # JobSet as its release installs it: the CRD in the manager cluster (where MultiKueue
+        # leaves JobSets to the workers), the CRD, webhooks and controller in each worker.
+        install_jobset_crd(self.clusters[MANAGER_CLUSTER])
+        for worker in WORKERS:
+            self.peers.enter_context(
+                jobset_controller(self.clusters[worker], self.scratch / f"{worker}-jobset")
+            )
         for worker in WORKERS:
             for part in ("namespace.yaml", "rbac.yaml"):
                 self.kubectl(worker, "apply", "-f", str(DEPLOY / "base" / "agent" / part))
@@ -198,6 +212,7 @@ def _user_items(http: httpx.Client, path: str) -> list[dict[str, Any]]:
 WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/workloads"
 JOBS = "/apis/batch/v1/jobs"
 PODS = "/api/v1/pods"
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
 
 
 def _clean_cluster(http: httpx.Client) -> None:
@@ -224,6 +239,16 @@ def _clean_cluster(http: httpx.Client) -> None:
             f"/apis/batch/v1/namespaces/{meta['namespace']}/jobs/{meta['name']}",
             json={"propagationPolicy": "Background"},
         )
+    if _call(http, "GET", JOBSETS).status_code == 200:
+        for jobset in _user_items(http, JOBSETS):
+            meta = jobset["metadata"]
+            _call(
+                http,
+                "DELETE",
+                f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{meta['namespace']}/jobsets/"
+                f"{meta['name']}",
+                json={"propagationPolicy": "Background"},
+            )
     for pod in _user_items(http, PODS):
         meta = pod["metadata"]
         _call(
@@ -260,6 +285,9 @@ def _reset_queues(http: httpx.Client) -> None:
     for path in WEBHOOK_CONFIGURATIONS:
         for configuration in _call(http, "GET", path).json().get("items", []):
             webhooks = configuration.get("webhooks") or []
+            name = str(configuration["metadata"]["name"])
+            if name.startswith(WEBHOOK_CONFIGURATION_PREFIX):
+                continue  # JobSet's own, whose controller runs for the whole session
             if any((w.get("clientConfig") or {}).get("url") for w in webhooks):
                 _call(http, "DELETE", f"{path}/{configuration['metadata']['name']}")
     for queue in _call(http, "GET", CLUSTER_QUEUES).json().get("items", []):

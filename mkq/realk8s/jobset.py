@@ -1,0 +1,206 @@
+"""JobSet's own controller beside a real control plane, as its release installs it.
+
+The controller (`sigs.k8s.io/jobset`, pinned in scripts/realk8s/jobset/go.mod) runs as a
+process with the cluster's admin kubeconfig; its CRD and its webhook configurations come from
+the same module (config/components/), not from a copy of ours. Its webhooks (JobSet defaulting
+and validation, and the pod webhooks its release scopes to JobSet pods) are served on a
+loopback port with a certificate of a CA made here: the configurations point kube-apiserver at
+that URL with the CA's bundle, where the release uses a Service and its own cert rotator.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from kueue_api.certs import new_ca, new_serving
+from mkq.realk8s.binaries import JOBSET_CRD, JOBSET_WEBHOOKS, ensure_peers, module_file
+from mkq.realk8s.clusters import DIE_WITH_PARENT, ClusterStartError, RealCluster, log_tail
+
+READY_TIMEOUT = 90.0
+CERT_VALIDITY = datetime.timedelta(days=1)
+# The release's kustomization scopes its pod webhooks to JobSet's pods (patches/*.yaml).
+_JOBSET_PODS = {
+    "matchExpressions": [{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}]
+}
+# Names of the configurations once installed (the release's namePrefix), so removing them
+# finds them again.
+WEBHOOK_CONFIGURATION_PREFIX = "jobset-"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _kubectl(cluster: RealCluster, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise ClusterStartError(f"{cluster.name}: kubectl {args[0]}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def install_jobset_crd(cluster: RealCluster) -> None:
+    """JobSet's CRD from its module, applied as a user applies it, and served."""
+    crd = module_file(*JOBSET_CRD)
+    _kubectl(cluster, "apply", "--server-side", f"--filename={crd}")
+    deadline = time.monotonic() + READY_TIMEOUT
+    while True:
+        # Until the CRD has conditions at all, `kubectl wait` fails rather than waits.
+        try:
+            _kubectl(
+                cluster,
+                "wait",
+                "--for=condition=Established",
+                "crd/jobsets.jobset.x-k8s.io",
+                "--timeout=30s",
+            )
+            return
+        except ClusterStartError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def webhook_configurations(url: str, ca_bundle: bytes) -> list[dict[str, Any]]:
+    """The module's webhook configurations, each webhook pointed at `url` with `ca_bundle`,
+    its pod webhooks scoped to JobSet's pods as the release scopes them."""
+    source = module_file(*JOBSET_WEBHOOKS).read_text()
+    configurations = [doc for doc in yaml.safe_load_all(source) if doc]
+    bundle = base64.b64encode(ca_bundle).decode()
+    for configuration in configurations:
+        configuration["metadata"]["name"] = (
+            WEBHOOK_CONFIGURATION_PREFIX + configuration["metadata"]["name"]
+        )
+        for webhook in configuration["webhooks"]:
+            path = webhook["clientConfig"]["service"]["path"]
+            webhook["clientConfig"] = {"url": url + path, "caBundle": bundle}
+            if any("pods" in rule.get("resources", ()) for rule in webhook["rules"]):
+                webhook["objectSelector"] = _JOBSET_PODS
+    return configurations
+
+
+def _configuration(port: int, cert_dir: Path, health_port: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+        "kind": "Configuration",
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"port": port, "host": "127.0.0.1", "certDir": str(cert_dir)},
+        "metrics": {"bindAddress": "0"},
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+    }
+
+
+def _probe_jobset() -> dict[str, Any]:
+    """A JobSet whose server-side dry run shows JobSet's defaulting webhook at work."""
+    pod = {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "mkq-webhook-probe", "namespace": "default"},
+        "spec": {"replicatedJobs": [{"name": "r", "template": {"spec": {"template": pod}}}]},
+    }
+
+
+def _webhooks_answer(cluster: RealCluster) -> bool:
+    """JobSet's mutating webhook fills in `spec.successPolicy` (a dry run calls it)."""
+    with cluster.admin_http() as http:
+        response = http.post(
+            "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets",
+            params={"dryRun": "All"},
+            json=_probe_jobset(),
+        )
+    return response.status_code == 201 and "successPolicy" in response.json()["spec"]
+
+
+@contextlib.contextmanager
+def jobset_controller(cluster: RealCluster, directory: Path) -> Iterator[None]:
+    """JobSet's CRD, webhooks and controller in `cluster` for the length of a block; the
+    controller's log is DIRECTORY/jobset.log. On the way out the webhook configurations go
+    first (with failurePolicy Fail, a dead webhook would refuse every later JobSet)."""
+    program = ensure_peers()["jobset"]
+    install_jobset_crd(cluster)
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_dir = directory / "jobset-certs"
+    cert_dir.mkdir(exist_ok=True)
+    now = datetime.datetime.now(datetime.UTC)
+    ca = new_ca("mkq-jobset-webhook-ca", now, CERT_VALIDITY)
+    serving = new_serving(ca, ["127.0.0.1", "localhost"], now, CERT_VALIDITY)
+    (cert_dir / "tls.crt").write_bytes(serving.cert_pem)
+    (cert_dir / "tls.key").write_bytes(serving.key_pem)
+    port = _free_port()
+    config = directory / "jobset-config.yaml"
+    config.write_text(yaml.safe_dump(_configuration(port, cert_dir, _free_port())))
+    log = directory / "jobset.log"
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [
+                *DIE_WITH_PARENT,
+                str(program),
+                f"--config={config}",
+                f"--kubeconfig={cluster.kubeconfig_path}",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    configurations = webhook_configurations(f"https://127.0.0.1:{port}", ca.cert_pem)
+    try:
+        _kubectl(
+            cluster,
+            "apply",
+            "--server-side",
+            "--filename=-",
+            stdin=yaml.safe_dump_all(configurations),
+        )
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not _answers(cluster):
+            if process.poll() is not None:
+                raise ClusterStartError(
+                    f"the JobSet controller exited ({process.returncode}); see {log}:\n"
+                    f"{log_tail(log)}"
+                )
+            if time.monotonic() > deadline:
+                raise ClusterStartError(f"JobSet's webhooks not answering in time; see {log}")
+            time.sleep(0.5)
+        yield
+    finally:
+        for configuration in configurations:
+            kind = configuration["kind"].lower()
+            with contextlib.suppress(ClusterStartError):
+                _kubectl(
+                    cluster, "delete", kind, configuration["metadata"]["name"], "--ignore-not-found"
+                )
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _answers(cluster: RealCluster) -> bool:
+    try:
+        return _webhooks_answer(cluster)
+    except (httpx.HTTPError, OSError):
+        return False
