@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
 import tempfile
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -13,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from kubesim import JOBSET_CRD, ClusterSpec, run_clusters
+from kubesim import ClusterSpec, run_clusters
 from mkq.demo.system import agent_webhooks
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import ApiError, KubeClient
@@ -23,6 +24,16 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT.parent / "shared" / "kueue-examples"
 CRDS = ROOT / "deploy" / "crds"
 BACKENDS = ("kubesim", "real")
+
+
+@functools.cache
+def jobset_crd() -> Path:
+    """JobSet's CRD from its Go module, the one its release installs: the tests give it to
+    kubesim too (whose own trimmed copy, kubesim.JOBSET_CRD, is for the demo, which needs no
+    Go)."""
+    from mkq.realk8s.binaries import JOBSET_CRD, module_file
+
+    return module_file(*JOBSET_CRD)
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -54,7 +65,7 @@ async def cluster(backend: str, name: str, extra_crds: Sequence[Path] = ()) -> A
         with tempfile.TemporaryDirectory() as scratch:
             spec = ClusterSpec(
                 name=name,
-                crds=[*sorted(CRDS.glob("*.yaml")), JOBSET_CRD, *extra_crds],
+                crds=[*sorted(CRDS.glob("*.yaml")), jobset_crd(), *extra_crds],
                 kubeconfig_dir=scratch,
             )
             async with run_clusters([spec]) as (running,):

@@ -7,7 +7,6 @@ JobSet status shows on the manager cluster's JobSet."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +17,11 @@ from tests.e2e.conftest import StartSystem
 from tests.e2e.jobs import unique
 from tests.e2e.observe import FINAL, eventually, kubectl, wait_for_state
 from tests.e2e.steps import submit_rest, submit_to_manager_cluster, wait_connected
+from tests.one_cluster import EXAMPLES
 
 pytestmark = pytest.mark.timeout(240)
 
-SAMPLE = Path("/work/shared/kueue-examples/jobs/sample-jobset.yaml")
+SAMPLE = EXAMPLES / "jobs" / "sample-jobset.yaml"
 
 
 def sample_jobset(name: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import uvicorn
 from cryptography.fernet import Fernet
 
-from kubesim import JOBSET_CRD, RunningCluster, run_clusters
+from kubesim import RunningCluster, run_clusters
 from manager.api.app import create_app
 from manager.runtime import ManagerRuntime
 from manager.settings import ManagerSettings
@@ -41,6 +41,7 @@ from mkq.demo.system import (
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
 from tests.e2e.backends.setup import manager_setup
 from tests.fault_proxy import FaultProxy
+from tests.one_cluster import jobset_crd
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import KubeClient
 
@@ -183,8 +184,8 @@ class KubesimBackend:
         async with contextlib.AsyncExitStack() as stack:
             scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mkq-e2e-")))
             specs = [
-                # JobSet's CRD too: kubesim runs an emulation of its controller.
-                dataclasses.replace(spec, crds=[*spec.crds, JOBSET_CRD])
+                # JobSet's CRD (from its module) too: kubesim emulates its controller.
+                dataclasses.replace(spec, crds=[*spec.crds, jobset_crd()])
                 for spec in cluster_specs((MANAGER_CLUSTER, *WORKERS), scratch)
             ]
             running = await stack.enter_async_context(run_clusters(specs))

@@ -32,6 +32,7 @@ import yaml
 
 from manager.settings import ManagerSettings
 from mkq.realk8s.clusters import RealCluster, kubeconfig_document
+from tests.one_cluster import jobset_crd
 from tests.realk8s import real_clusters
 
 from .conftest import (
@@ -39,7 +40,6 @@ from .conftest import (
     DEPLOY,
     KUEUE_EXAMPLES,
     OVERLAYS,
-    ROOT,
     Document,
     documents,
     dump,
@@ -49,7 +49,6 @@ from .conftest import (
 
 pytestmark = pytest.mark.kubectl
 
-JOBSET_CRD = ROOT / "kubesim" / "manifests" / "jobset.x-k8s.io_jobsets.yaml"
 BASES = ("agent", "manager", "manager-access")
 OVERLAY_NAMES = ("manager-cluster", "worker-cluster")
 NAMESPACE = "mkq-system"
@@ -163,7 +162,7 @@ def kubectl(real: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Real
 def crds_applied(kubectl: RealKubectl) -> str:
     """README step 2 (and JobSet's CRD, so the JobSet examples have a server to go to)."""
     out = kubectl.ok("apply", "--server-side", "-f", str(CRDS))
-    kubectl.ok("apply", "--server-side", "-f", str(JOBSET_CRD))
+    kubectl.ok("apply", "--server-side", "-f", str(jobset_crd()))
     kubectl.ok("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
     return out
 

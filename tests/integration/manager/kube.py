@@ -6,15 +6,16 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from kubesim import JOBSET_CRD, ClusterSpec, RunningCluster, run_clusters
+from kubesim import ClusterSpec, RunningCluster, run_clusters
 from tests.integration.manager.worker_double import WorkerDouble
+from tests.one_cluster import jobset_crd
 
 CRDS = Path(__file__).resolve().parents[3] / "deploy" / "crds"
 
 
 @contextlib.asynccontextmanager
 async def workers(*names: str) -> AsyncIterator[list[tuple[RunningCluster, WorkerDouble]]]:
-    specs = [ClusterSpec(name=name, crds=[CRDS, JOBSET_CRD]) for name in names]
+    specs = [ClusterSpec(name=name, crds=[CRDS, jobset_crd()]) for name in names]
     async with run_clusters(specs) as clusters:
         doubles = [await WorkerDouble.connect(c.name, c.kubeconfig) for c in clusters]
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from kubesim import JOBSET_CRD, ClusterSpec, run_clusters
+from kubesim import ClusterSpec, run_clusters
 from manager.settings import ManagerSettings
 from tests.integration.manager.harness import RunningManager, eventually, serve_manager
 from tests.integration.manager.kube import CRDS, workers
@@ -14,6 +14,7 @@ from tests.integration.manager.test_dispatch_flow import copies, wait_connected
 from tests.integration.manager.test_two_hundred_jobs import setup_manager_cluster
 from tests.integration.manager.test_with_agents import agent, agent_process
 from tests.integration.manager.worker_double import WorkerDouble
+from tests.one_cluster import jobset_crd
 
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
 
@@ -58,7 +59,7 @@ async def jobset_names(double: WorkerDouble) -> set[str]:
 async def test_jobsets_run_once_in_one_worker_and_report_back(settings: ManagerSettings) -> None:
     async with (
         workers("w1", "w2") as pairs,
-        run_clusters([ClusterSpec(name="mgr", crds=[CRDS, JOBSET_CRD])]) as (mgr_cluster,),
+        run_clusters([ClusterSpec(name="mgr", crds=[CRDS, jobset_crd()])]) as (mgr_cluster,),
     ):
         doubles = {double.name: double for _, double in pairs}
         mgr = await WorkerDouble.connect("mgr", mgr_cluster.kubeconfig)
