@@ -84,6 +84,7 @@ def parse_job(manifest: Any) -> SubmittedJob:
             f"metadata.labels[{QUEUE_NAME_LABEL}]", f"{queue!r} is not a valid name"
         )
     priority_class = labels.get(PRIORITY_CLASS_LABEL)
+    require_mapping(body.get("spec"), "spec")
     found.check(dict(body))
     pod_sets = found.pod_sets(dict(body))
     pods, total_milli = _demand(pod_sets)

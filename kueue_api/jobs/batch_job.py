@@ -249,9 +249,10 @@ class BatchJob(QueueLabelledJob):
         # from that Job's uid; the worker's sets its own (a copy with these is refused).
         spec = copy["spec"]
         spec.pop("selector", None)
-        template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
         for key in JOB_MANAGED_TEMPLATE_LABELS:
-            template_labels.pop(key, None)
+            if template_labels:
+                template_labels.pop(key, None)
         return copy
 
     def status_mirrors_now(

@@ -593,10 +593,10 @@ class Dispatcher:
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
         copy_live = wkey in conn.caches[WORKLOADS]
         copy_obj = conn.caches[WORKLOADS].get(wkey) or conn.tombstones[WORKLOADS].get(wkey)
-        job_kind = kind_named(row.kind)
-        jobs = job_kind.resource.plural
+        jobs = JOB_CACHES[row.kind]
         job_obj = conn.caches[jobs].get(jkey)
         grave = conn.tombstones[jobs].get(jkey) if job_obj is None else None
+        job_kind = KINDS_BY_CACHE[jobs]
         if grave is not None and (not copy_live or job_state(job_kind, grave).finished):
             # A Job deleted after it finished (TTL) still tells how it ended, so it is never
             # created again. An unfinished grave next to a live copy may be an earlier
@@ -664,11 +664,11 @@ class Dispatcher:
                     self._queue.add(row.id)  # evicted or finished since the read
                     return
                 changes = {}
-            body = job_kind.worker_copy(
+            body = kind_named(row.kind).worker_copy(
                 row.manifest, workload_name=row.workload_name, origin=self.settings.origin
             )
             try:
-                await conn.create_job(job_kind, body)
+                await conn.create_job(body)
             except ApiException as error:
                 if not await self._refused(row, conn, error, row.kind):
                     raise

@@ -83,15 +83,16 @@ class JobState:
     started: bool
 
 
-def job_state(kind: JobKind, obj: dict[str, Any]) -> JobState:
+def job_state(kind: JobKind, obj: Mapping[str, Any]) -> JobState:
     """A worker's copy of a job of `kind`, as its kind reads it (JobKind.finished: the final
     condition, not SuccessCriteriaMet or FailureTarget, which come while the pods still
     terminate: ending there would remove the copy before its last status reached the
     manager's job)."""
-    finish = kind.finished(obj)
+    job = dict(obj)
+    finish = kind.finished(job)
     if finish is not None:
         return JobState(finish.state, finish.message, True)
-    return JobState(None, None, kind.has_started(obj))
+    return JobState(None, None, kind.has_started(job))
 
 
 def earliest_admitted(admissions: Sequence[tuple[str, datetime | None]]) -> str | None:

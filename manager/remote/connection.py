@@ -24,7 +24,7 @@ from kubernetes_asyncio.config import load_kube_config_from_dict
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
-from kueue_api.jobs import BATCH_JOB, KINDS, JobKind, kind_named
+from kueue_api.jobs import BATCH_JOB, KINDS, JobKind, kind_named, kind_of
 from kueue_api.jobs.base import MULTIKUEUE_ORIGIN_LABEL
 from manager import states
 from manager.dispatch.timing import reconnect_delay
@@ -482,9 +482,9 @@ class ClusterConnection:
         live = (self.caches[WORKLOADS].get(key) or {}).get("metadata") or {}
         return bool(live.get("uid")) and live.get("uid") != uid
 
-    async def create_job(self, kind: JobKind, body: dict[str, Any]) -> bool:
-        """Create the copy of a job of `kind`; False when it already exists."""
-        resource = kind.resource
+    async def create_job(self, body: dict[str, Any]) -> bool:
+        """Create the copy of a job (of any kind of kueue_api.jobs); False when it exists."""
+        resource = _job_kind_of(body).resource
         custom = client.CustomObjectsApi(self._api)
         try:
             await self._write(
@@ -614,3 +614,10 @@ class ClusterConnection:
 
 class _InvalidKubeconfig(Exception):
     pass
+
+
+def _job_kind_of(body: dict[str, Any]) -> JobKind:
+    found = kind_of(body)
+    if found is None:  # the manager stores only supported kinds (manager.jobs.parse_job)
+        raise ValueError(f"not a supported job kind: {body.get('apiVersion')} {body.get('kind')}")
+    return found

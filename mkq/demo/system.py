@@ -7,6 +7,7 @@ import base64
 import contextlib
 import secrets
 import socket
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from manager.runtime import ManagerRuntime
 from manager.server import api_server_config
 from manager.settings import MANAGER_NAMESPACE, ManagerSettings
 from mkq.demo.manifests import EXAMPLES, apply_file, create
-from mkq.realk8s.clusters import RealCluster, apply_crds, clusters_running
+from mkq.realk8s.clusters import RealCluster, clusters_running
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.webhooks import WebhookConfig
@@ -186,8 +187,18 @@ def _manager_settings(database_url: str) -> ManagerSettings:
 def install_crds(clusters: Iterable[RealCluster], extra: Iterable[Path] = ()) -> None:
     """Kueue's CRDs (and the `extra` CRD files) into real clusters, as a user installs them
     (kubectl, server-side), then wait until each is served."""
+    files = [str(CRDS), *(str(path) for path in extra)]
     for cluster in clusters:
-        apply_crds(cluster, [CRDS, *extra])
+        kubectl = ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path)]
+        for command in (
+            ["apply", "--server-side", *(f"--filename={f}" for f in files)],
+            ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"],
+        ):
+            result = subprocess.run(
+                [*kubectl, *command], capture_output=True, text=True, timeout=120, check=False
+            )
+            if result.returncode != 0:
+                raise RuntimeError(f"{cluster.name}: kubectl {command[0]}: {result.stderr}")
 
 
 async def _start_clusters(

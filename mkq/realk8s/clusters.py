@@ -84,37 +84,6 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def kubectl(cluster: RealCluster, *args: str, stdin: str | None = None) -> str:
-    """kubectl as the cluster's admin; ClusterStartError in kubectl's words when it fails."""
-    result = subprocess.run(
-        ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise ClusterStartError(f"{cluster.name}: kubectl {args[0]}: {result.stderr.strip()}")
-    return result.stdout
-
-
-def apply_crds(cluster: RealCluster, files: Sequence[Path | str]) -> None:
-    """CRD files applied as a user installs them (kubectl, server-side), then waited for until
-    every CRD of the cluster is served."""
-    kubectl(cluster, "apply", "--server-side", *(f"--filename={f}" for f in files))
-    deadline = time.monotonic() + READY_TIMEOUT
-    while True:
-        # A CRD that has no conditions yet makes `kubectl wait` fail rather than wait.
-        try:
-            kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-            return
-        except ClusterStartError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 

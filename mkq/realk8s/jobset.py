@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -24,15 +25,7 @@ import yaml
 
 from kueue_api.certs import new_ca, new_serving
 from mkq.realk8s.binaries import JOBSET_CRD, JOBSET_WEBHOOKS, ensure_peers, module_file
-from mkq.realk8s.clusters import (
-    DIE_WITH_PARENT,
-    ClusterStartError,
-    RealCluster,
-    _free_port,
-    apply_crds,
-    kubectl,
-    log_tail,
-)
+from mkq.realk8s.clusters import DIE_WITH_PARENT, ClusterStartError, RealCluster, log_tail
 
 READY_TIMEOUT = 90.0
 CERT_VALIDITY = datetime.timedelta(days=1)
@@ -45,9 +38,46 @@ _JOBSET_PODS = {
 WEBHOOK_CONFIGURATION_PREFIX = "jobset-"
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _kubectl(cluster: RealCluster, *args: str, stdin: str | None = None) -> str:
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise ClusterStartError(f"{cluster.name}: kubectl {args[0]}: {result.stderr.strip()}")
+    return result.stdout
+
+
 def install_jobset_crd(cluster: RealCluster) -> None:
     """JobSet's CRD from its module, applied as a user applies it, and served."""
-    apply_crds(cluster, [module_file(*JOBSET_CRD)])
+    crd = module_file(*JOBSET_CRD)
+    _kubectl(cluster, "apply", "--server-side", f"--filename={crd}")
+    deadline = time.monotonic() + READY_TIMEOUT
+    while True:
+        # Until the CRD has conditions at all, `kubectl wait` fails rather than waits.
+        try:
+            _kubectl(
+                cluster,
+                "wait",
+                "--for=condition=Established",
+                "crd/jobsets.jobset.x-k8s.io",
+                "--timeout=30s",
+            )
+            return
+        except ClusterStartError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def webhook_configurations(url: str, ca_bundle: bytes) -> list[dict[str, Any]]:
@@ -136,7 +166,7 @@ def jobset_controller(cluster: RealCluster, directory: Path) -> Iterator[None]:
         )
     configurations = webhook_configurations(f"https://127.0.0.1:{port}", ca.cert_pem)
     try:
-        kubectl(
+        _kubectl(
             cluster,
             "apply",
             "--server-side",
@@ -158,7 +188,7 @@ def jobset_controller(cluster: RealCluster, directory: Path) -> Iterator[None]:
         for configuration in configurations:
             kind = configuration["kind"].lower()
             with contextlib.suppress(ClusterStartError):
-                kubectl(
+                _kubectl(
                     cluster, "delete", kind, configuration["metadata"]["name"], "--ignore-not-found"
                 )
         process.terminate()

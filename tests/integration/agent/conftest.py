@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from kubesim import ClusterSpec, run_clusters
-from tests.one_cluster import workload_of
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.cache import Change
 from worker_agent.informer import Informer
@@ -217,4 +216,10 @@ async def get(client: KubeClient, rt: ResourceType, name: str, namespace: str | 
 
 
 async def workload_of_job(client: KubeClient, namespace: str, job_name: str) -> Obj | None:
-    return await workload_of(client, await client.get(JOBS, job_name, namespace))
+    job = await client.get(JOBS, job_name, namespace)
+    items, _ = await client.list(WORKLOADS, namespace)
+    for item in items:
+        for ref in item["metadata"].get("ownerReferences") or []:
+            if ref.get("uid") == job["metadata"]["uid"]:
+                return item
+    return None

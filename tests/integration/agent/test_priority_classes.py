@@ -20,9 +20,8 @@ from tests.one_cluster import (
     free_port,
     webhooks_answer,
 )
-from tests.one_cluster import workload_of as workload_of_owner
 from worker_agent.kube_client import ApiError, KubeClient
-from worker_agent.resources import EVENTS, JOBS, PRIORITY_CLASSES
+from worker_agent.resources import EVENTS, JOBS, PRIORITY_CLASSES, WORKLOADS
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -57,7 +56,13 @@ def job(name: str, priority_class_name: str | None) -> Obj:
 
 
 async def workload_of(client: KubeClient, job_name: str) -> Obj | None:
-    return await workload_of_owner(client, await client.get(JOBS, job_name, "default"))
+    made = await client.get(JOBS, job_name, "default")
+    items, _ = await client.list(WORKLOADS, "default")
+    uid = made["metadata"]["uid"]
+    for workload in items:
+        if any(o.get("uid") == uid for o in workload["metadata"].get("ownerReferences") or ()):
+            return workload
+    return None
 
 
 def ref_and_priority(workload: Obj) -> tuple[Obj | None, int | None]:

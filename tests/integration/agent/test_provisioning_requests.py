@@ -37,7 +37,6 @@ from tests.one_cluster import (
     eventually,
     free_port,
     webhooks_answer,
-    workload_of,
 )
 from worker_agent.admission_checks.provisioning import (
     CLASS_ANNOTATION,
@@ -65,6 +64,15 @@ Obj = dict[str, Any]
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+async def _workload_of(client: KubeClient, job: Obj) -> Obj | None:
+    items, _ = await client.list(WORKLOADS, "default")
+    uid = job["metadata"]["uid"]
+    for workload in items:
+        if any(o.get("uid") == uid for o in workload["metadata"].get("ownerReferences") or ()):
+            return workload
+    return None
 
 
 def _check(workload: Obj | None) -> Obj:
@@ -131,7 +139,7 @@ async def _provisioned(client: KubeClient, autoscaler: StandInAutoscaler) -> Non
         if current["spec"].get("suspend"):
             pods_while_suspended.update(p["metadata"]["name"] for p in pods)
             return None
-        workload = await workload_of(client, job)
+        workload = await _workload_of(client, job)
         return workload if _condition(workload, "Admitted").get("status") == "True" else None
 
     workload = await eventually(admitted, within=90, what="the sample Job admitted")
@@ -189,7 +197,7 @@ async def _failed(client: KubeClient, autoscaler: StandInAutoscaler) -> None:
 
     async def deactivated() -> Obj | None:
         assert not await _pods(client, job), "a pod ran without capacity"
-        workload = await workload_of(client, job)
+        workload = await _workload_of(client, job)
         if workload is None or workload["spec"].get("active") is not False:
             return None
         return workload
@@ -204,7 +212,7 @@ async def _failed(client: KubeClient, autoscaler: StandInAutoscaler) -> None:
     )
     assert evicted["reason"] == "DeactivatedDueToAdmissionCheck", evicted
     assert FAIL_MESSAGE in evicted["message"], evicted
-    state = _check(await workload_of(client, job))
+    state = _check(await _workload_of(client, job))
     assert state["message"] == "Reset to Pending after eviction. Previously: Rejected", state
     current = await client.get(JOBS, job["metadata"]["name"], "default")
     assert current["spec"]["suspend"] is True
@@ -212,7 +220,7 @@ async def _failed(client: KubeClient, autoscaler: StandInAutoscaler) -> None:
 
 
 async def _evicted(client: KubeClient, job: Obj) -> Obj | None:
-    condition = _condition(await workload_of(client, job), "Evicted")
+    condition = _condition(await _workload_of(client, job), "Evicted")
     return condition if condition.get("status") == "True" else None
 
 

@@ -344,7 +344,7 @@ async def test_the_managers_work_in_a_worker_needs_only_the_manager_access_role(
             )
             assert await connection.create_workload(copy_of) is not None
             assert await connection.create_job(
-                BATCH_JOB, BATCH_JOB.worker_copy(manifest, workload_name=name, origin="multikueue")
+                BATCH_JOB.worker_copy(manifest, workload_name=name, origin="multikueue")
             )
             assert await connection.read_custom("localqueues", "user-queue", "team-a") is not None
             assert await connection.read_custom("workloadpriorityclasses", "none") is None

@@ -92,8 +92,8 @@ async def test_copies_are_created_once_removed_once_and_refusals_raise() -> None
             assert created is not None
             assert await connection.create_workload(body) is None  # already there
             uid = created["metadata"]["uid"]
-            assert await connection.create_job(BATCH_JOB, job) is True
-            assert await connection.create_job(BATCH_JOB, job) is False  # already there
+            assert await connection.create_job(job) is True
+            assert await connection.create_job(job) is False  # already there
             await _until(lambda: ("default", "once") in connection.caches[JOBS])
             await _until(lambda: ("default", name) in connection.caches[WORKLOADS])
             assert not connection.stale_copy("default", name, uid)
@@ -109,10 +109,9 @@ async def test_copies_are_created_once_removed_once_and_refusals_raise() -> None
 
             with pytest.raises(ApiException) as refused:
                 await connection.create_job(
-                    BATCH_JOB,
                     BATCH_JOB.worker_copy(
                         {**manifest, "spec": {}}, workload_name=name, origin="multikueue"
-                    ),
+                    )
                 )
             assert refused.value.status == 422
         finally:
