@@ -114,7 +114,8 @@ class Kubelet:
                     timeout = max(0.0, self._deadlines[0][0] - time.monotonic())
                 if not self._to_start and not self._to_stop:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wakeup.wait(), timeout)
+                        async with asyncio.timeout(timeout):
+                            await self._wakeup.wait()
                 self._wakeup.clear()
                 for namespace, name in list(self._to_stop):
                     self._to_stop.pop((namespace, name), None)

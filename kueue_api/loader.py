@@ -26,6 +26,9 @@ from kueue_api import models
 from kueue_api.crd_validation import rule_errors
 from kueue_api.documents import DocumentError, load_yaml_all
 from kueue_api.errors import FieldError, ValidationFailure, format_path, from_pydantic
+from kueue_api.models.apps import Deployment, StatefulSet
+from kueue_api.models.kubeflow import KUBEFLOW_MODELS
+from kueue_api.models.ray import RayCluster, RayJob
 from kueue_api.validation import validate_object
 
 __all__ = [
@@ -66,6 +69,14 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("v1", "Pod"): models.Pod,
     ("batch/v1", "Job"): models.Job,
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): models.JobSet,
+    **{
+        (model.model_fields["api_version"].default, kind): model
+        for kind, (model, _) in KUBEFLOW_MODELS.items()
+    },
+    ("ray.io/v1", "RayJob"): RayJob,
+    ("ray.io/v1", "RayCluster"): RayCluster,
+    ("apps/v1", "Deployment"): Deployment,
+    ("apps/v1", "StatefulSet"): StatefulSet,
     ("resource.k8s.io/v1", "DeviceClass"): models.DeviceClass,
     ("resource.k8s.io/v1", "ResourceClaim"): models.ResourceClaim,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): models.ResourceClaimTemplate,

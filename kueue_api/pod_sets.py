@@ -135,6 +135,17 @@ def job_pod_sets(job: JsonObject) -> list[JsonObject]:
 JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 
 
+def pod_set_template(template: JsonObject) -> JsonObject:
+    """A copy of a pod template as a podSet holds it: of its metadata, only the labels and
+    annotations it has."""
+    result = json_copy(template)
+    metadata = result.get("metadata") or {}
+    result["metadata"] = {
+        k: dict(v) for k, v in metadata.items() if k in ("labels", "annotations") and v
+    }
+    return result
+
+
 def jobset_pod_sets(jobset: JsonObject) -> list[JsonObject]:
     """A JobSet's podSets (Kueue's JobSet integration): one per replicated job, named after
     it, of replicas x pods-per-Job pods, with the topologyRequest its template asks (pods
@@ -142,11 +153,7 @@ def jobset_pod_sets(jobset: JsonObject) -> list[JsonObject]:
     pod_sets = []
     for replicated in (jobset.get("spec") or {}).get("replicatedJobs") or []:
         job_spec = (replicated.get("template") or {}).get("spec") or {}
-        template = json_copy(job_spec.get("template") or {})
-        metadata = template.get("metadata") or {}
-        template["metadata"] = {
-            k: dict(v) for k, v in metadata.items() if k in ("labels", "annotations") and v
-        }
+        template = pod_set_template(job_spec.get("template") or {})
         replicas = int(replicated.get("replicas", 1))
         pod_set: JsonObject = {
             "name": replicated.get("name", "main"),

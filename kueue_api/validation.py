@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from pydantic import BaseModel
+from pydantic.alias_generators import to_camel
 
 from kueue_api.errors import FieldError
 from kueue_api.models import (
@@ -50,8 +51,11 @@ from kueue_api.models import (
     Workload,
     WorkloadPriorityClass,
 )
+from kueue_api.models.apps import Deployment, StatefulSet
 from kueue_api.models.base import format_duration
 from kueue_api.models.config import MULTIKUEUE_DISPATCHER_INCREMENTAL
+from kueue_api.models.kubeflow import KUBEFLOW_MODELS, KubeflowJobModel, ReplicaSpec
+from kueue_api.models.ray import RayCluster, RayClusterSpec, RayJob
 from kueue_api.quantity import Quantity
 
 __all__ = [
@@ -697,6 +701,7 @@ def _validate_multikueue(errors: _Errors, config: Configuration) -> None:
 
 def _validate_configuration(errors: _Errors, config: Configuration) -> None:
     _validate_multikueue(errors, config)
+    _validate_declarative_kinds(errors, config)
     fair_sharing = config.fair_sharing
     if fair_sharing is not None and fair_sharing.preemption_strategies:
         strategies = fair_sharing.preemption_strategies
@@ -729,6 +734,14 @@ def _validate_configuration(errors: _Errors, config: Configuration) -> None:
                 errors.duplicate(f"resources.transformations[{index}].input", transformation.input)
             inputs.add(transformation.input)
         _validate_device_class_mappings(errors, config)
+
+
+def _validate_declarative_kinds(errors: _Errors, config: Configuration) -> None:
+    """mkq's `integrations.declarativeKinds` (kueue_api.jobs.declared_problems)."""
+    # A late import: the job-kind layer's checks import this module.
+    from kueue_api.jobs import declared_problems
+
+    errors.items.extend(declared_problems(config.integrations.declarative_kinds or ()))
 
 
 def _validate_device_class_mappings(errors: _Errors, config: Configuration) -> None:
@@ -819,6 +832,15 @@ def _job_spec(errors: _Errors, spec: JobSpec, path: str) -> None:
     _pod_spec_non_negative(errors, spec.template.spec, f"{path}.template.spec")
 
 
+def _validate_serving(errors: _Errors, obj: Deployment | StatefulSet) -> None:
+    """A Deployment's or StatefulSet's pods run until stopped: restartPolicy Always, the
+    apps API's rule (the queue-name label is the webhooks', kueue_api.jobs.pod_parent)."""
+    policy = obj.spec.template.spec.restart_policy
+    if policy not in (None, "Always"):
+        errors.not_supported("spec.template.spec.restartPolicy", policy, ["Always"])
+    _pod_spec_non_negative(errors, obj.spec.template.spec, "spec.template.spec")
+
+
 def _validate_jobset(errors: _Errors, jobset: JobSet) -> None:
     """Each replicated Job as a Job (JobSet's webhook and the Job API check the same), and
     their names unique (pkg/webhooks/jobset_webhook.go)."""
@@ -829,6 +851,62 @@ def _validate_jobset(errors: _Errors, jobset: JobSet) -> None:
             errors.add(f"{path}.name", f"Duplicate value: {_show(replicated.name)}")
         seen.add(replicated.name)
         _job_spec(errors, replicated.template.spec, f"{path}.template.spec")
+
+
+def _validate_kubeflow_job(errors: _Errors, job: KubeflowJobModel) -> None:
+    """The training operator's webhook (pkg/webhooks/<kind>/*_webhook.go of
+    github.com/kubeflow/training-operator; for an MPIJob, the MPI operator's
+    pkg/apis/kubeflow/validation): replica types of the kind only, at least one, and each
+    template's requests non-negative."""
+    # A late import: the job-kind layer's checks import this module.
+    from kueue_api.jobs import kind_named
+
+    kind = str(getattr(job, "kind", ""))
+    allowed = getattr(kind_named(kind), "replica_types", ())
+    _, field = KUBEFLOW_MODELS[kind]
+    specs: Mapping[str, ReplicaSpec] = getattr(job.spec, field)
+    path = f"spec.{to_camel(field)}"
+    if not specs:
+        errors.required(path, "at least one replica type")
+    for name, replica in specs.items():
+        if name not in allowed:
+            errors.not_supported(f"{path}[{name}]", name, allowed)
+        template = f"{path}[{name}].template.spec"
+        _pod_spec_non_negative(errors, replica.template.spec, template)
+
+
+def _validate_ray_cluster(errors: _Errors, cluster: RayCluster) -> None:
+    _ray_cluster_spec(errors, cluster.spec, "spec")
+
+
+def _validate_ray_job(errors: _Errors, job: RayJob) -> None:
+    """Its cluster's rules, and its submitter's requests non-negative (what Kueue's RayJob
+    webhook asks of a queued one is the job-kind layer's, kueue_api.jobs.ray)."""
+    if job.spec.ray_cluster_spec is not None:
+        _ray_cluster_spec(errors, job.spec.ray_cluster_spec, "spec.rayClusterSpec")
+    if job.spec.submitter_pod_template is not None:
+        _pod_spec_non_negative(
+            errors, job.spec.submitter_pod_template.spec, "spec.submitterPodTemplate.spec"
+        )
+
+
+def _ray_cluster_spec(errors: _Errors, spec: RayClusterSpec, path: str) -> None:
+    """KubeRay's cluster rules (ValidateRayClusterSpec): worker group names unique, replicas
+    within min and max, and each template's requests non-negative."""
+    _pod_spec_non_negative(errors, spec.head_group_spec.template.spec, f"{path}.headGroupSpec")
+    seen: set[str] = set()
+    for index, group in enumerate(spec.worker_group_specs):
+        where = f"{path}.workerGroupSpecs[{index}]"
+        if group.group_name in seen:
+            errors.add(f"{where}.groupName", f"Duplicate value: {_show(group.group_name)}")
+        seen.add(group.group_name)
+        low, high = group.min_replicas or 0, group.max_replicas
+        if high is not None and low > high:
+            errors.add(
+                f"{where}.minReplicas",
+                f"Invalid value: {low}: must be less than or equal to maxReplicas ({high})",
+            )
+        _pod_spec_non_negative(errors, group.template.spec, f"{where}.template.spec")
 
 
 def _pod_spec_non_negative(errors: _Errors, spec: PodSpec, path: str) -> None:
@@ -853,6 +931,11 @@ _VALIDATORS: Final[dict[type[BaseModel], Callable[[_Errors, Any], None]]] = {
     Configuration: _validate_configuration,
     Job: _validate_job,
     JobSet: _validate_jobset,
+    **{model: _validate_kubeflow_job for model, _ in KUBEFLOW_MODELS.values()},
+    RayJob: _validate_ray_job,
+    RayCluster: _validate_ray_cluster,
+    Deployment: _validate_serving,
+    StatefulSet: _validate_serving,
     # Their webhooks check nothing beyond the CRDs (Kueue has none for these kinds).
     AdmissionCheck: _no_rules,
     WorkloadPriorityClass: _no_rules,

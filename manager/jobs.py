@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
-from kueue_api.jobs import KINDS, JobKind, kind_of
+from kueue_api.jobs import BUILT_IN, JobKind, JobKinds, pod_parent_of
 from kueue_api.jobs.base import MULTIKUEUE_ORIGIN_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from kueue_api.jobs.checks import (
     ManifestError,
@@ -26,7 +26,7 @@ from kueue_api.jobs.checks import (
     require_mapping,
 )
 from kueue_api.jsoncopy import json_copy
-from kueue_api.priority import PriorityClassRef, pod_priority_class_name
+from kueue_api.priority import PriorityClassRef
 from kueue_api.quantity import Quantity
 from kueue_api.validation import DNS_SUBDOMAIN_PATTERN
 from kueue_api.workload_names import workload_name_for_owner
@@ -35,7 +35,6 @@ _DNS_SUBDOMAIN = re.compile(DNS_SUBDOMAIN_PATTERN)
 # etcd's default request limit (--max-request-bytes, 1.5 MiB): the largest object a Kubernetes
 # API server stores, so the largest one a worker could be given.
 MAX_OBJECT_BYTES = 1536 * 1024
-SUPPORTED_KINDS = ", ".join(f"{k.resource.api_version} {k.resource.kind}" for k in KINDS)
 
 
 @dataclass(frozen=True)
@@ -58,16 +57,22 @@ class SubmittedJob:
         }
 
 
-def parse_job(manifest: Any) -> SubmittedJob:
-    """Check a manifest of a supported job kind (kueue_api.jobs) well enough to dispatch it;
-    raise ManifestError otherwise."""
+def parse_job(manifest: Any, kinds: JobKinds = BUILT_IN) -> SubmittedJob:
+    """Check a manifest of one of `kinds` (kueue_api.jobs: the built-in ones and the
+    Configuration's declared ones) well enough to dispatch it; raise ManifestError otherwise."""
     body = require_mapping(_whole_numbers(manifest), "(body)")
-    found = kind_of(body)
+    found = kinds.of(body)
+    parent = pod_parent_of(body)
+    if found is None and parent is not None and parent.multikueue_refusal:
+        raise ManifestError(
+            "kind",
+            f"{parent.resource.api_version} {parent.resource.kind}: {parent.multikueue_refusal}",
+        )
     if found is None:
         raise ManifestError(
             "kind",
             f"unsupported kind {body.get('apiVersion')}/{body.get('kind')}; this manager "
-            f"dispatches {SUPPORTED_KINDS}",
+            f"dispatches {', '.join(f'{k.resource.api_version} {k.resource.kind}' for k in kinds)}",
         )
     metadata = require_mapping(body.get("metadata"), "metadata")
     name = dns_label(metadata.get("name"), "metadata.name", f"{found.resource.kind} name")
@@ -105,7 +110,7 @@ def parse_job(manifest: Any) -> SubmittedJob:
         kind=found.resource.kind,
         queue=queue,
         priority_class=priority_class if isinstance(priority_class, str) else None,
-        pod_priority_class=pod_priority_class_name(pod_sets),
+        pod_priority_class=found.pod_priority_class_name(dict(body)),
         parallelism=pods,
         requests={r: str(Quantity.from_milli(milli)) for r, milli in total_milli.items()},
         manifest=clean,

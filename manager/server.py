@@ -50,6 +50,18 @@ def api_server_config(app: Any, host: str, port: int, log_level: str = "warning"
     )
 
 
+def advertised(settings: ManagerSettings, host: str, port: int) -> ManagerSettings:
+    """The settings with the URL other replicas reach this one at (MKQ_ADVERTISE_URL wins):
+    the listening address, or this host's address when listening on every interface."""
+    if settings.advertise_url is not None:
+        return settings
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostbyname(socket.gethostname())
+    if ":" in host:
+        host = f"[{host}]"
+    return settings.model_copy(update={"advertise_url": f"http://{host}:{port}"})
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
@@ -76,13 +88,14 @@ async def running_manager(
 ) -> AsyncIterator[RunningManager]:
     """Start the API and the dispatcher; stop both (and every task they own) on exit."""
     holder: dict[str, ManagerRuntime] = {}
+    port = port or _free_port(host)
+    settings = advertised(settings, host, port)
 
     async def open_runtime() -> ManagerRuntime:
         runtime = await ManagerRuntime.open(settings, clock, manager_kubeconfig)
         holder["runtime"] = runtime
         return runtime
 
-    port = port or _free_port(host)
     server = uvicorn.Server(api_server_config(create_app(open_runtime), host, port))
     # Embedded: the caller owns the process's signals (uvicorn would take SIGINT/SIGTERM).
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]

@@ -4,22 +4,28 @@ A Kueue Configuration file (`mkq manager serve --config FILE`, or MKQ_CONFIG) ma
 MultiKueue ones, as it sets them for Kueue's own manager: its `multiKueue` section gives
 gcInterval, origin, workerLostTimeout, dispatcherName and incrementalDispatcherConfig, and an
 MKQ_* variable set in the environment overrides the file's value (`load_settings`), so one
-deployment can share Kueue's file and still tune a value per environment.
+deployment can share Kueue's file and still tune a value per environment. Its
+`integrations.declarativeKinds` (mkq's extension, kueue_api.jobs.declarative) are the job kinds
+the manager dispatches beside the built-in ones (`job_kinds`), as the agents run them.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import socket
 from datetime import timedelta
 from typing import Any
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from kueue_api.jobs import JobKinds, declared_problems, declaring
 from kueue_api.models.config import (
     MULTIKUEUE_DISPATCHER_ALL_AT_ONCE,
     MULTIKUEUE_DISPATCHER_INCREMENTAL,
     Configuration,
+    DeclarativeKindSpec,
 )
 from manager.db.session import check_database_url
 from manager.dispatch.nomination import DispatchConfig, DispatchMode
@@ -48,6 +54,12 @@ class ManagerSettings(BaseSettings):
 
     database_url: str = Field(description="SQLAlchemy async URL of the manager's database")
     api_token: str = Field(min_length=8, description="bearer token of users and tools")
+    declarative_kinds: list[DeclarativeKindSpec] = Field(
+        default_factory=list,
+        description="job kinds declared by their paths (a Kueue Configuration's "
+        "integrations.declarativeKinds, or MKQ_DECLARATIVE_KINDS as JSON): dispatched as the "
+        "built-in kinds are",
+    )
     # /metrics names clusters and queues: it takes the API token, or this read-only one (give
     # it to Prometheus: `authorization: {credentials_file: ...}`). MKQ_METRICS_PUBLIC=true
     # serves it to anyone, for a port only the scraper can reach.
@@ -99,11 +111,42 @@ class ManagerSettings(BaseSettings):
     webhook_port: int | None = Field(default=None, ge=0, le=65535)
     webhook_host: str = "0.0.0.0"
     webhook_url: str | None = Field(default=None, pattern=r"^https://")
+    # Several replicas over one Postgres (manager.leadership): this one's name (the pod's, by
+    # default the host's name and process id), the URL where the other replicas reach its REST
+    # API (MKQ_ADVERTISE_URL, e.g. http://$(POD_IP):8080; `mkq manager serve` derives one from
+    # --listen), how often a standby tries for the leadership, and how often the leader checks
+    # that it still holds it.
+    replica_name: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
+        min_length=1,
+        max_length=253,
+    )
+    advertise_url: str | None = Field(default=None, pattern=r"^https?://")
+    leader_retry_seconds: float = Field(default=0.5, gt=0)
+    leader_check_seconds: float = Field(default=1.0, gt=0)
 
     @field_validator("database_url")
     @classmethod
     def _async_driver(cls, value: str) -> str:
         return check_database_url(value)
+
+    @field_validator("declarative_kinds")
+    @classmethod
+    def _declared_kinds_well_formed(
+        cls, value: list[DeclarativeKindSpec]
+    ) -> list[DeclarativeKindSpec]:
+        problems = declared_problems(value, "declarativeKinds")
+        if problems:
+            raise ValueError("; ".join(str(problem) for problem in problems))
+        return value
+
+    @functools.cached_property
+    def _kinds(self) -> JobKinds:
+        return declaring(self.declarative_kinds)
+
+    def job_kinds(self) -> JobKinds:
+        """The kinds this manager dispatches: the built-in ones and the declared ones."""
+        return self._kinds
 
     @field_validator("dispatcher", mode="before")
     @classmethod
@@ -132,6 +175,7 @@ class ManagerSettings(BaseSettings):
             probe_seconds=self.health_probe_seconds,
             probe_timeout=self.health_probe_timeout_seconds,
             request_timeout=self.worker_request_timeout_seconds,
+            kinds=self.job_kinds(),
         )
 
 
@@ -164,6 +208,8 @@ def configuration_settings(configuration: Configuration) -> dict[str, Any]:
         values["gc_seconds"] = section.gc_interval.total_seconds()
     if "origin" in written:
         values["origin"] = section.origin
+    if configuration.integrations.declarative_kinds:
+        values["declarative_kinds"] = configuration.integrations.declarative_kinds
     if "worker_lost_timeout" in written:
         values["worker_lost_timeout_seconds"] = section.worker_lost_timeout.total_seconds()
     if "dispatcher_name" in written:

@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
 SECRET_NAME = "mkq-manager-webhook-cert"
-FRAMEWORKS = tuple(kind.framework for kind in KINDS)
 
 
 class ConnectionView:
@@ -47,6 +46,10 @@ class ConnectionView:
     def namespace_labels(self, name: str) -> Mapping[str, str] | None:
         return None
 
+    def workload(self, namespace: str, name: str) -> JsonObject | None:
+        """The manager's webhooks cover no kind whose checks read a Workload."""
+        return None
+
 
 def _body(response: Any) -> JsonObject:
     return dict(response) if isinstance(response, dict) else {}
@@ -58,8 +61,13 @@ class ConnectionCertStore:
     def __init__(self, connection: ClusterConnection, namespace: str, url: str) -> None:
         self._connection = connection
         self._namespace = namespace
+        kinds = connection.kinds
         self._configurations = webhook_configurations(
-            namespace, url=url, frameworks=FRAMEWORKS, owner="mkq-manager"
+            namespace,
+            url=url,
+            frameworks=[kind.framework for kind in KINDS],
+            owner="mkq-manager",
+            declared=kinds.declared,
         )
 
     async def _api(self) -> client.ApiClient:
@@ -129,7 +137,8 @@ def manager_webhook_server(
     """The manager cluster's webhooks, reached by kube-apiserver at `url`."""
     view = ConnectionView(connection)
     defaulting = Defaulting(
-        frameworks=frozenset(FRAMEWORKS),
+        kinds=connection.kinds,
+        frameworks=connection.kinds.frameworks,
         multikueue=True,
         excluded_namespaces=frozenset({"kube-system", namespace}),
     )

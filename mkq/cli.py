@@ -23,6 +23,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "manager": ("mkq.commands.manager:manager", "Run or migrate the multi-cluster manager."),
     "bench": ("mkq.commands.bench:bench", "Benchmarks against Kueue's published figures."),
     "demo": ("mkq.commands.demo:demo", "The whole system on embedded defaults."),
+    "ctl": (
+        "mkq.commands.ctl:ctl",
+        "kueuectl's verbs: list, describe, create, stop, resume, pending.",
+    ),
     "realk8s": (
         "mkq.commands.realk8s:realk8s",
         "Real Kubernetes control planes (kube-apiserver, etcd, KWOK nodes) on loopback.",

@@ -8,7 +8,7 @@ import contextlib
 import functools
 import socket
 import tempfile
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,17 @@ def jobset_crd() -> Path:
     return module_file(*JOBSET_CRD)
 
 
+@functools.cache
+def kubeflow_crds() -> tuple[Path, ...]:
+    """The CRDs of Kubeflow's v1 training jobs from the training operator's Go module and
+    MPIJob's (v2beta1) from the MPI operator's, the ones their releases install (kubesim runs
+    no operator for them: their jobs are queued, admitted and resumed there, and nothing makes
+    their pods)."""
+    from mkq.realk8s.binaries import KUBEFLOW_CRDS, MPIJOB_CRD, module_file
+
+    return tuple(module_file(*crd) for crd in (*KUBEFLOW_CRDS, MPIJOB_CRD))
+
+
 def documents(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
@@ -59,13 +70,14 @@ async def eventually(check: Callable[[], Any], within: float = 60.0, what: str =
 
 @contextlib.asynccontextmanager
 async def cluster(backend: str, name: str, extra_crds: Sequence[Path] = ()) -> AsyncIterator[Path]:
-    """A cluster with Kueue's CRDs, JobSet's and `extra_crds`; yields its kubeconfig file.
+    """A cluster with Kueue's CRDs, JobSet's (and on kubesim Kubeflow's: a real one gets them
+    with the training operator) and `extra_crds`; yields its kubeconfig file.
     A real one is started once per session and group `name` (tests/realk8s.py)."""
     if backend == "kubesim":
         with tempfile.TemporaryDirectory() as scratch:
             spec = ClusterSpec(
                 name=name,
-                crds=[*sorted(CRDS.glob("*.yaml")), jobset_crd(), *extra_crds],
+                crds=[*sorted(CRDS.glob("*.yaml")), jobset_crd(), *kubeflow_crds(), *extra_crds],
                 kubeconfig_dir=scratch,
             )
             async with run_clusters([spec]) as (running,):
@@ -105,6 +117,41 @@ def agent_for(client: KubeClient, port: int, cluster_name: str) -> Agent:
         webhook=agent_webhooks(port),
     )
     return Agent(config, client)
+
+
+@contextlib.contextmanager
+def real_operator(
+    backend: str, group: str, start: Callable[[Any, Path], contextlib.AbstractContextManager[Any]]
+) -> Iterator[None]:
+    """A job kind's real operator (`start(cluster, log directory)`, mkq/realk8s) in the real
+    cluster of `group` for the block; on kubesim, which emulates none, nothing."""
+    if backend != "real":
+        yield
+        return
+    from tests.realk8s import real_clusters
+
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        start(real_clusters((group,))[group], Path(scratch)),
+    ):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def queueing_agent(client: KubeClient, name: str, setup: Path) -> AsyncIterator[Agent]:
+    """The agent on `client`'s cluster, named `name`, with the Kueue objects of `setup`, for
+    the block, from the moment its webhooks answer."""
+    agent = agent_for(client, free_port(), name)
+    try:
+        await create_all(
+            client, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mkq-system"}}]
+        )
+        await create_all(client, documents(setup))
+        await agent.start()
+        await eventually(lambda: webhooks_answer(client), what="the webhooks answer")
+        yield agent
+    finally:
+        await agent.stop()
 
 
 async def webhooks_answer(client: KubeClient) -> bool:

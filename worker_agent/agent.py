@@ -21,7 +21,7 @@ from typing import Any
 
 from kueue_api import Configuration
 from kueue_api.conditions import find_condition
-from kueue_api.jobs import KINDS, JobKind
+from kueue_api.jobs import POD_GROUP_PARENTS, JobKind, job_kinds
 from kueue_api.jobs.base import Finish
 from kueue_api.webhooks.server import WebhookServer
 from worker_agent.admission_checks.base import AdmissionCheckController
@@ -33,6 +33,7 @@ from worker_agent.cache import Change, object_key
 from worker_agent.controllers.elastic_ungater import ElasticUngater
 from worker_agent.controllers.jobs import JobController
 from worker_agent.controllers.pod_groups import PodGroupController
+from worker_agent.controllers.pod_parents import PodGroupParentController
 from worker_agent.controllers.runner import ControllerRunner
 from worker_agent.controllers.topology_ungater import TopologyUngater
 from worker_agent.controllers.workloads import WorkloadController
@@ -192,7 +193,11 @@ class _LeaderRun:
             informers,
             writer,
             agent.clock,
-            [PODS, *(i.resource for i in agent.integrations)],
+            [
+                PODS,
+                *(i.resource for i in agent.integrations),
+                *(p.resource for p in POD_GROUP_PARENTS),
+            ],
             pods_ready_timeout=config.pods_ready_timeout,
             recovery_timeout=config.pods_ready_recovery_timeout,
             backoff_base=config.requeue_backoff_base,
@@ -203,7 +208,15 @@ class _LeaderRun:
         self.pod_groups = PodGroupController(
             informers, writer, recorder, agent.clock, agent.on_finish
         )
+        self.parents = [
+            PodGroupParentController(kind, informers, writer, recorder, agent.clock)
+            for kind in POD_GROUP_PARENTS
+        ]
         observe = agent.metrics.observe_reconcile
+        self.parent_runners = [
+            ControllerRunner(f"parent-{c.rt.plural}", c.reconcile, agent.config.workers, observe)
+            for c in self.parents
+        ]
         self.job_runners = [
             ControllerRunner(f"job-{c.rt.plural}", c.reconcile, agent.config.workers, observe)
             for c in self.job_controllers
@@ -244,6 +257,9 @@ class _LeaderRun:
                 self.elastic_runner.enqueue(key)
             for key in self.pod_groups.keys_for_pod(change):
                 self.pod_group_runner.enqueue(key)
+            for parent, runner in zip(self.parents, self.parent_runners, strict=True):
+                for key in parent.keys_for_pod(change):
+                    runner.enqueue(key)
             for key in self.workloads.keys_for_job(change):
                 self.workload_runner.enqueue(key)
         self._on_check_change(rt, change)
@@ -251,6 +267,9 @@ class _LeaderRun:
             self.workload_runner.enqueue(change.key)
             for key in self.pod_groups.keys_for_workload(change):
                 self.pod_group_runner.enqueue(key)
+            for parent, runner in zip(self.parents, self.parent_runners, strict=True):
+                for key in parent.keys_for_workload(change):
+                    runner.enqueue(key)
             if self.ungater.wants(change):
                 self.ungater_runner.enqueue(change.key)
             for key in self.elastic.keys_for_workload(change):
@@ -271,6 +290,11 @@ class _LeaderRun:
                 self.workload_runner.enqueue(key)
         for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
             if rt == controller.rt:
+                runner.enqueue(change.key)
+                for key in self.workloads.keys_for_job(change):
+                    self.workload_runner.enqueue(key)
+        for parent, runner in zip(self.parents, self.parent_runners, strict=True):
+            if rt == parent.rt:
                 runner.enqueue(change.key)
                 for key in self.workloads.keys_for_job(change):
                     self.workload_runner.enqueue(key)
@@ -315,6 +339,9 @@ class _LeaderRun:
         for controller, runner in zip(self.job_controllers, self.job_runners, strict=True):
             for key in informers.cache(controller.rt):
                 runner.enqueue(key)
+        for parent, runner in zip(self.parents, self.parent_runners, strict=True):
+            for key in informers.cache(parent.rt):
+                runner.enqueue(key)
         for runner in self._runners:
             runner.start()
         self._tasks.append(asyncio.create_task(self.scheduling.run(), name="scheduling-loop"))
@@ -334,6 +361,7 @@ class _LeaderRun:
     def _runners(self) -> list[ControllerRunner]:
         return [
             *self.job_runners,
+            *self.parent_runners,
             self.workload_runner,
             self.ungater_runner,
             self.elastic_runner,
@@ -353,7 +381,11 @@ def informed_resources(
 ) -> list[ResourceType]:
     """Every type the agent lists and watches: the engine's, the jobs', the checks'."""
     watched = (rt for c in checks for rt in (*c.watches, *c.activity_watches))
-    jobs = (*(i.resource for i in integrations), PRIORITY_CLASSES)
+    jobs = (
+        *(i.resource for i in integrations),
+        *(p.resource for p in POD_GROUP_PARENTS),
+        PRIORITY_CLASSES,
+    )
     return list(dict.fromkeys([*ENGINE_RESOURCES, *jobs, *watched]))
 
 
@@ -374,7 +406,7 @@ class Agent:
         self.config = config
         self.client = client
         self.clock = clock
-        self.integrations = integrations or list(KINDS)
+        self.integrations = integrations or list(job_kinds(config.configuration))
         self.admission_checks = (
             default_admission_checks() if admission_checks is None else admission_checks
         )
@@ -432,11 +464,7 @@ class Agent:
         self.metrics.api_errors.labels(verb, str(error.status)).inc()
 
     def on_finish(self, workload: dict[str, object], finish: Finish) -> None:
-        cq = cluster_queue_of(workload) or ""
-        spec = workload.get("spec") or {}
-        ref = spec.get("priorityClassRef") if isinstance(spec, dict) else None
-        priority_class = str((ref or {}).get("name", "")) if isinstance(ref, dict) else ""
-        self.metrics.finished_workloads.labels(cq, priority_class).inc()
+        self.metrics.finished(workload, cluster_queue_of(workload) or "", self.clock())
         if self.reporter is not None:
             self.reporter.finished(workload, finish.succeeded, finish.message)
 
@@ -512,6 +540,7 @@ class Agent:
                 await self.elector.acquire()
             await self.informers.wait_synced()
             self.metrics.is_leader.set(1)
+            self.metrics.role = "leader" if self.config.leader_elect else "standalone"
             run = _LeaderRun(self)
             self._run = run
             run.start()
@@ -524,6 +553,8 @@ class Agent:
             finally:
                 self._run = None
                 self.metrics.is_leader.set(0)
+                if self.config.leader_elect:
+                    self.metrics.role = "follower"
                 await run.stop()
 
     async def stop(self, release_lease: bool = True) -> None:

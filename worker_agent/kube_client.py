@@ -89,6 +89,7 @@ class KubeClient:
         body: JsonObject | None = None,
         content_type: str = "application/json",
         client_timeout: aiohttp.ClientTimeout = _REQUEST_TIMEOUT,
+        accept: str = "application/json",
     ) -> aiohttp.ClientResponse:
         """One request on the ApiClient's aiohttp session (its TLS, pool, proxy and auth).
 
@@ -97,7 +98,7 @@ class KubeClient:
         content type, a fresh timeout per call) is needed: the body goes out as orjson bytes,
         which is most of what a write costs the agent besides the socket itself."""
         api = self._api
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        headers = {"Accept": accept, "Content-Type": content_type}
         headers.update(api.default_headers)
         query_params: list[tuple[str, str]] = list((query or {}).items())
         await api.update_params_for_auth(headers, query_params, ["BearerToken"])
@@ -124,8 +125,11 @@ class KubeClient:
         query: dict[str, str] | None = None,
         body: JsonObject | None = None,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> JsonObject:
-        response = await self._open(method, path, query, body, content_type)
+        """One call; `accept` asks for another rendering of the answer, such as the
+        `meta.k8s.io/v1` Table kubectl prints."""
+        response = await self._open(method, path, query, body, content_type, accept=accept)
         async with response:
             raw = await response.read()
             if not 200 <= response.status < 300:

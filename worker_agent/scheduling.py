@@ -29,6 +29,7 @@ from typing import Any
 
 from kueue_api import Configuration
 from kueue_api.conditions import set_condition
+from kueue_api.jobs.pod_parent import ON_HOLD_REASON
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, ObjectCache, object_key
 from worker_agent.engine import (
@@ -47,6 +48,12 @@ from worker_agent.engine_feed import ENGINE_RESOURCES, SET_ASIDE_REASON, EngineF
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.metrics import AgentMetrics
+from worker_agent.queue_metrics import (
+    cohort_path,
+    preempting_cluster_queue,
+    report_finished,
+    report_queues,
+)
 from worker_agent.queue_status import (
     capacity_summary,
     cluster_queue_statuses,
@@ -104,14 +111,19 @@ def engine_view(rt: ResourceType, obj: JsonObject, pods_ready: bool = True) -> o
     if rt != WORKLOADS:
         return (obj.get("spec"), obj.get("value"), meta.get("labels"), meta.get("name"))
     status = obj.get("status") or {}
-    # QuotaReserved counts only when True: False (why a Workload waits, which we write for
-    # every pending one) and absent look the same to the engine.
+    # QuotaReserved counts only when True, or on hold (kept out of the queues): False (why a
+    # Workload waits, which we write for every pending one) and absent look the same to the
+    # engine.
     counted = _ENGINE_CONDITIONS if pods_ready else _ENGINE_CONDITIONS_WITHOUT_PODS_READY
     conditions = tuple(
         (c.get("type"), c.get("status"), c.get("reason") if c.get("type") == "Evicted" else None)
         for c in status.get("conditions") or []
         if c.get("type") in counted
-        and (c.get("type") != "QuotaReserved" or c.get("status") == "True")
+        and (
+            c.get("type") != "QuotaReserved"
+            or c.get("status") == "True"
+            or c.get("reason") == ON_HOLD_REASON
+        )
     )
     return (
         obj.get("spec"),
@@ -164,7 +176,10 @@ class _CycleOutput:
     cq_status: dict[str, JsonObject] | None = None
     lq_status: dict[str, JsonObject] | None = None
     capacity: list[JsonObject] | None = None
-    pending_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    cohort_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The cohorts above each admitting ClusterQueue, read in the cycle's thread."""
+    preempting: dict[str, str] = field(default_factory=dict)
+    """Evicted workload key -> the ClusterQueue of its preemptor."""
     invalid: dict[str, str] = field(default_factory=dict)
     held: dict[str, tuple[str, str]] = field(default_factory=dict)
     seconds: float = 0.0
@@ -218,6 +233,7 @@ class SchedulingLoop:
         self._limit = asyncio.Semaphore(parallelism)
         self._status_writes = StatusWrites(writer)
         self._pending_shown: dict[str, tuple[JsonObject, str, str]] = {}
+        self._cohort_paths: dict[str, tuple[str, ...]] = {}
         """Per pending Workload: the cached object and the reason and message last checked
         against it (already shown, or asked for), so an unchanged report costs a lookup."""
         self._wake = asyncio.Event()
@@ -434,9 +450,15 @@ class SchedulingLoop:
             output.lq_status = local_queue_statuses(feed.state)
             if self._reporter is not None:
                 output.capacity = capacity_summary(feed.state)
-            for name, cq in feed.state.cluster_queues.items():
-                active = len(cq.queue.active)
-                output.pending_counts[name] = (active, len(cq.queue) - active)
+            report_queues(self._metrics, feed.state, output.cq_status, output.lq_status)
+        for decision in result.admissions:
+            output.cohort_paths[decision.cluster_queue] = cohort_path(
+                feed.state, decision.cluster_queue
+            )
+        for eviction in result.evictions:
+            output.preempting[eviction.key] = preempting_cluster_queue(
+                feed.state, eviction.preemptor
+            )
         output.invalid = dict(feed.invalid)
         output.held = feed.held()
         for key, message in feed.set_aside_workloads.items():
@@ -472,8 +494,7 @@ class SchedulingLoop:
         result = output.result
         outcome = "success" if result.admissions else "inadmissible"
         if result.heads:
-            self._metrics.admission_attempts.labels(outcome).inc()
-            self._metrics.admission_attempt_duration.labels(outcome).observe(output.seconds)
+            self._metrics.admission_attempt(outcome, output.seconds)
         for decision in output.admissions:
             self._status_writes.drop(WORKLOADS, decision.key)
             self._pending_shown.pop(decision.key, None)
@@ -487,15 +508,14 @@ class SchedulingLoop:
         for key, (reason, message) in output.held.items():
             self._show_pending(workloads, key, reason, message, now)
         for eviction in result.evictions:
-            self._spawn(self._write_eviction(eviction, now))
+            preempting = output.preempting.get(eviction.key, "")
+            self._spawn(self._write_eviction(eviction, preempting, now))
         if output.capacity is not None:
             self.capacity = output.capacity
-        for name, (active, inadmissible) in output.pending_counts.items():
-            self._metrics.pending_workloads.labels(name, "active").set(active)
-            self._metrics.pending_workloads.labels(name, "inadmissible").set(inadmissible)
+        self._cohort_paths.update(output.cohort_paths)
         if output.cq_status is not None:
+            report_finished(self._metrics, workloads.values())
             for name, desired in output.cq_status.items():
-                self._update_metrics_for_cq(name, desired)
                 self._status_writes.want(CLUSTER_QUEUES, name, _queue_status(desired, now))
         if output.lq_status is not None:
             for key, desired in output.lq_status.items():
@@ -558,20 +578,15 @@ class SchedulingLoop:
         self, workload: JsonObject, decision: AdmissionDecision, now: datetime
     ) -> None:
         cq = decision.cluster_queue
-        priority_class = str(
-            ((workload.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
-        )
         wait = wl.queued_for(workload, now)
-        self._metrics.quota_reserved_workloads.labels(cq, priority_class).inc()
-        self._metrics.quota_reserved_wait_time.labels(cq, priority_class).observe(wait)
+        self._metrics.quota_reserved(workload, cq, wait)
         self._recorder.normal(
             workload,
             "QuotaReserved",
             f"Quota reserved in ClusterQueue {cq}, wait time since queued was {wait:.0f}s",
         )
         if wl.is_admitted(workload):
-            self._metrics.admitted_workloads.labels(cq, priority_class).inc()
-            self._metrics.admission_wait_time.labels(cq, priority_class).observe(wait)
+            self._metrics.admitted(workload, cq, self._cohort_paths.get(cq, ()), wait, 0.0)
             self._recorder.normal(
                 workload,
                 "Admitted",
@@ -580,7 +595,7 @@ class SchedulingLoop:
         if self._reporter is not None:
             self._reporter.admitted(workload)
 
-    async def _write_eviction(self, eviction: Eviction, now: datetime) -> None:
+    async def _write_eviction(self, eviction: Eviction, preempting_cq: str, now: datetime) -> None:
         written = await self._writer.update(
             WORKLOADS,
             eviction.key,
@@ -592,43 +607,14 @@ class SchedulingLoop:
         if written is None:
             return
         cq = wl.cluster_queue_of(written) or ""
-        priority_class = str(
-            ((written.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
-        )
-        self._metrics.evicted_workloads.labels(cq, eviction.reason, "", priority_class).inc()
+        self._metrics.evicted(written, cq, eviction.reason, "", now)
         if eviction.preemption_reason is not None:
-            preemptor_cq = cq
-            self._metrics.preempted_workloads.labels(preemptor_cq, eviction.preemption_reason).inc()
+            self._metrics.preempted(preempting_cq, eviction.preemption_reason)
             self._recorder.normal(written, "Preempted", eviction.message)
         else:
             self._recorder.normal(written, "EvictedDueTo" + eviction.reason, eviction.message)
         if self._reporter is not None:
             self._reporter.evicted(written, eviction.reason)
-
-    def _update_metrics_for_cq(self, name: str, desired: JsonObject) -> None:
-        cq = self._feed.state.cluster_queues.get(name)
-        cohort = (cq.spec.cohort or "") if cq is not None else ""
-        self._metrics.reserving_active_workloads.labels(name).set(desired["reservingWorkloads"])
-        self._metrics.admitted_active_workloads.labels(name).set(desired["admittedWorkloads"])
-        active = desired["active"][0]
-        for status in ("active", "pending"):
-            self._metrics.cluster_queue_status.labels(name, status).set(
-                1 if (status == "active") == active else 0
-            )
-        if cq is None:
-            return
-        usage = cq.node.usage
-        for group in cq.spec.resource_groups:
-            for flavor in group.flavors:
-                for resource, quota in flavor.resources.items():
-                    labels = (cohort, name, flavor.name, resource)
-                    used = float(usage.get((flavor.name, resource), 0))
-                    if resource == "cpu":
-                        used /= 1000
-                    self._metrics.resource_usage.labels(*labels).set(used)
-                    self._metrics.resource_reservation.labels(*labels).set(used)
-                    nominal = float(quota.nominal) / (1000 if resource == "cpu" else 1)
-                    self._metrics.nominal_quota.labels(*labels).set(nominal)
 
 
 def _queue_status(desired: JsonObject, now: datetime) -> Mutation:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kueue_api.jobs import KINDS
+from kueue_api.jobs import KINDS, POD_PARENT_KINDS, job_kinds
 from kueue_api.jobs import pod as pods
 from kueue_api.models.config import Configuration
 from kueue_api.webhooks.configurations import (
@@ -31,6 +31,7 @@ from worker_agent.resources import (
     CLUSTER_QUEUES,
     LOCAL_QUEUES,
     NAMESPACES,
+    WORKLOADS,
     ResourceType,
 )
 
@@ -55,7 +56,13 @@ VALIDATING = ResourceType(
 )
 SECRET_NAME = "mkq-agent-webhook-cert"
 # The frameworks the agent runs when no Configuration names them.
-AGENT_FRAMEWORKS = frozenset({*(kind.framework for kind in KINDS), pods.FRAMEWORK})
+AGENT_FRAMEWORKS = frozenset(
+    {
+        *(kind.framework for kind in KINDS),
+        *(kind.framework for kind in POD_PARENT_KINDS),
+        pods.FRAMEWORK,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,9 @@ class InformerView:
             return None
         return self._informers.cache(ADMISSION_CHECKS).get(name)
 
+    def workload(self, namespace: str, name: str) -> JsonObject | None:
+        return self._informers.cache(WORKLOADS).get(f"{namespace}/{name}")
+
     def namespace_labels(self, name: str) -> Mapping[str, str] | None:
         namespace = self._informers.cache(NAMESPACES).get(name)
         if namespace is None:
@@ -108,8 +118,12 @@ def defaulting_for(configuration: Configuration | None, own_namespace: str) -> D
             excluded_namespaces=frozenset({"kube-system", own_namespace}),
         )
     selector = configuration.managed_jobs_namespace_selector
+    kinds = job_kinds(configuration)
+    # A declared kind is enabled by its declaration.
+    declared = frozenset(kind.framework for kind in kinds.declared)
     return Defaulting(
-        frameworks=frameworks_of(configuration.integrations.frameworks),
+        kinds=kinds,
+        frameworks=frameworks_of(configuration.integrations.frameworks) | declared,
         manage_jobs_without_queue_name=configuration.manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=(
             selector.model_dump(by_alias=True, exclude_none=True) if selector else None
@@ -232,7 +246,12 @@ def agent_webhook_server(
         f"{config.service}.{namespace}.svc.cluster.local",
     ]
     written = (
-        webhook_configurations(namespace, url=config.url, frameworks=sorted(defaulting.frameworks))
+        webhook_configurations(
+            namespace,
+            url=config.url,
+            frameworks=sorted(defaulting.frameworks),
+            declared=defaulting.kinds.declared,
+        )
         if config.url is not None
         else None
     )

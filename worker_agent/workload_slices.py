@@ -18,12 +18,12 @@ from datetime import datetime
 from typing import Any
 
 from kueue_api.conditions import set_condition
+from kueue_api.jobs.base import ELASTIC_JOB_ANNOTATION
 from kueue_api.jsoncopy import json_copy
 from worker_agent import workloads as wl
 
 JsonObject = dict[str, Any]
 
-ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 ELASTIC_JOB_GATE = "kueue.x-k8s.io/elastic-job"
 REPLACEMENT_FOR_ANNOTATION = "kueue.x-k8s.io/workload-slice-replacement-for"
 SLICE_NAME_ANNOTATION = "kueue.x-k8s.io/workload-slice-name"

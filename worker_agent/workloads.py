@@ -15,13 +15,13 @@ from typing import Any
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
 from kueue_api.conditions import condition_true, find_condition, set_condition
 from kueue_api.jobs.base import PodSetInfo
+from kueue_api.jobs.pod_parent import ON_HOLD_REASON, is_on_hold
 from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
 from kueue_api.priority import (
     Priority,
     PriorityClassNotFound,
     pod_priority_class,
-    pod_priority_class_name,
     resolve_priority,
 )
 from kueue_api.timestamps import parse_time, rfc3339
@@ -97,16 +97,16 @@ def owner_reference(owner: JsonObject, controller: bool = True) -> JsonObject:
 
 def workload_priority(
     named: str | None,
-    pod_sets: list[JsonObject],
+    pod_class: str | None,
     workload_classes: ObjectCache,
     pod_classes: ObjectCache,
 ) -> Priority | PriorityClassNotFound:
     """The priority a new Workload gets from its job or pods (kueue_api.priority): the named
-    WorkloadPriorityClass, else the one called `default`, else the pods' PriorityClass, else
-    the cluster's global default."""
+    WorkloadPriorityClass, else the one called `default`, else the PriorityClass its pods
+    name (`pod_class`), else the cluster's global default."""
     return resolve_priority(
         named,
-        pod_priority_class_name(pod_sets),
+        pod_class,
         {str(o["metadata"]["name"]): int(o.get("value") or 0) for o in workload_classes.values()},
         dict(pod_priority_class(o) for o in pod_classes.values()),
     )
@@ -459,6 +459,30 @@ def release_quota(workload: JsonObject, now: datetime) -> JsonObject | None:
     set_condition(status, ADMITTED, False, "NoReservation", "The workload has no reservation", now)
     if evicted.get("reason") in ("Preempted", "NodeFailures"):
         set_condition(status, REQUEUED, True, str(evicted["reason"]), message, now, generation)
+    return result
+
+
+def put_on_hold(workload: JsonObject, message: str, now: datetime) -> JsonObject | None:
+    """Release a Workload's quota and keep it out of the queues (a StatefulSet scaled to zero:
+    Kueue's releaseScaleDownReservation); None unless it holds quota, active and unfinished."""
+    if is_finished(workload) or not has_quota_reservation(workload) or not is_active(workload):
+        return None
+    result, status = _with_status(workload)
+    status.pop("admission", None)
+    set_condition(
+        status, QUOTA_RESERVED, False, ON_HOLD_REASON, message, now, _generation(workload)
+    )
+    set_condition(status, ADMITTED, False, "NoReservation", "The workload has no reservation", now)
+    return result
+
+
+def take_off_hold(workload: JsonObject, now: datetime) -> JsonObject | None:
+    """Queue an on-hold Workload again (its StatefulSet scaled up: Kueue's clearOnHold)."""
+    if not is_on_hold(workload):
+        return None
+    result, status = _with_status(workload)
+    message = "Workload no longer on hold; waiting for quota reservation"
+    set_condition(status, QUOTA_RESERVED, False, "Pending", message, now, _generation(workload))
     return result
 
 

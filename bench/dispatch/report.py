@@ -32,6 +32,12 @@ def _verdict(met: bool | None) -> str:
     return "n/a" if met is None else ("met" if met else "NOT met")
 
 
+def _label(result: Result) -> str:
+    """The run's mode, with its manager replicas when more than one (--replicas)."""
+    replicas = int(result.get("replicas") or 1)
+    return str(result["mode"]) if replicas == 1 else f"{result['mode']} x{replicas} replicas"
+
+
 def markdown_table(results: Sequence[Result]) -> str:
     lines = [
         "| mode | jobs | succeeded | admitted/s | p50 submit->admitted | p99 | writes / workload "
@@ -44,7 +50,7 @@ def markdown_table(results: Sequence[Result]) -> str:
             str(cpu.get(k, "?")) for k in ("manager", "agents", "harness", "postgres")
         )
         lines.append(
-            f"| {r['mode']} | {r['jobs']} | {r['succeeded']} | {r['admittedPerSecond']} "
+            f"| {_label(r)} | {r['jobs']} | {r['succeeded']} | {r['admittedPerSecond']} "
             f"| {r['submitToAdmittedP50Seconds']} s | {r['submitToAdmittedP99Seconds']} s "
             f"| {r['workerApiWritesPerWorkload']} | {r['copiesPerWorkload']} | {parts} |"
         )
@@ -53,11 +59,11 @@ def markdown_table(results: Sequence[Result]) -> str:
         rate = r["admittedPerSecond"]
         p99 = r["submitToAdmittedP99Seconds"]
         lines.append(
-            f"| {r['mode']}: >= {TARGET_ADMITTED_PER_SECOND:g} admitted/s | {rate} "
+            f"| {_label(r)}: >= {TARGET_ADMITTED_PER_SECOND:g} admitted/s | {rate} "
             f"| {_verdict(None if rate is None else rate >= TARGET_ADMITTED_PER_SECOND)} |"
         )
         lines.append(
-            f"| {r['mode']}: p99 < {TARGET_P99_SECONDS:g} s | {p99} s "
+            f"| {_label(r)}: p99 < {TARGET_P99_SECONDS:g} s | {p99} s "
             f"| {_verdict(p99 < TARGET_P99_SECONDS)} |"
         )
     ratio = writes_ratio(results)

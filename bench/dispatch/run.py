@@ -37,6 +37,7 @@ from sqlalchemy.engine.url import make_url
 
 from bench.dispatch.report import write_outputs
 from kubesim import ClusterSpec, RunningCluster, jsoncodec, run_clusters
+from kubesim.fault_proxy import Balancer
 from manager.db.schema import migrate
 from manager.db.session import make_engine
 
@@ -175,7 +176,8 @@ async def _process(
         if process.returncode is None:
             process.terminate()
             try:
-                await asyncio.wait_for(process.wait(), 10)
+                async with asyncio.timeout(10):
+                    await process.wait()
             except TimeoutError:
                 process.kill()
                 await process.wait()
@@ -256,7 +258,11 @@ async def run_mode(
     within: float,
     worker_qps: float | None,
     submit_rate: float | None = None,
+    replicas: int = 1,
 ) -> dict[str, Any]:
+    """One run; with `replicas` > 1 the manager is that many `mkq manager serve` processes
+    over the database (one leads: manager.leadership) behind a balancer on the API's port,
+    as behind a Service, and the manager's CPU is theirs together."""
     token = secrets.token_urlsafe(16)
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
@@ -273,19 +279,27 @@ async def run_mode(
             env["MKQ_WORKER_QPS"] = str(worker_qps)
             env["MKQ_WORKER_BURST"] = str(int(worker_qps * 2))
         async with contextlib.AsyncExitStack() as stack:
-            manager = await stack.enter_async_context(
-                _process(
-                    MKQ,
-                    "manager",
-                    "serve",
-                    "--database-url",
-                    database_url,
-                    "--listen",
-                    f"127.0.0.1:{port}",
-                    env=env,
-                    log_name=f"{mode}-manager",
+            ports = [port] if replicas == 1 else [_free_port() for _ in range(replicas)]
+            managers = [
+                await stack.enter_async_context(
+                    _process(
+                        MKQ,
+                        "manager",
+                        "serve",
+                        "--database-url",
+                        database_url,
+                        "--listen",
+                        f"127.0.0.1:{replica_port}",
+                        env={**env, "MKQ_REPLICA_NAME": f"replica-{index}"},
+                        log_name=f"{mode}-manager-{index}",
+                    )
                 )
-            )
+                for index, replica_port in enumerate(ports)
+            ]
+            if replicas > 1:
+                balancer = Balancer(ports, port=port)
+                await balancer.start()
+                stack.push_async_callback(balancer.close)
             api = await stack.enter_async_context(
                 httpx.AsyncClient(
                     base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
@@ -338,7 +352,7 @@ async def run_mode(
                 .render_as_string(hide_password=False)
             )
             cpu_before = {
-                "manager": _cpu_seconds(manager.pid),
+                "manager": sum(_cpu_seconds(m.pid) for m in managers),
                 "agents": sum(_cpu_seconds(a.pid) for a in agents),
                 "harness": time.process_time(),
             }
@@ -378,7 +392,7 @@ async def run_mode(
             cpu = {
                 # Backends of this run's database (the pool's are opened during the run).
                 "postgres": sum(_cpu_seconds(int(b["pid"])) for b in backends),
-                "manager": _cpu_seconds(manager.pid) - cpu_before["manager"],
+                "manager": sum(_cpu_seconds(m.pid) for m in managers) - cpu_before["manager"],
                 "agents": sum(_cpu_seconds(a.pid) for a in agents) - cpu_before["agents"],
                 # The 4 kubesim API servers with their controllers, and the submitting client.
                 "harness": time.process_time() - cpu_before["harness"],
@@ -390,7 +404,11 @@ async def run_mode(
                 "ON a.workload_id = w.id GROUP BY w.id"
             )
             await db.close()
-            metrics = (await api.get("/metrics")).text
+            # Each replica counts its own writes (only a leader's are nonzero): all of them.
+            metrics = [
+                (await api.get(f"http://127.0.0.1:{replica_port}/metrics")).text
+                for replica_port in ports
+            ]
     latencies = sorted(
         (r["admitted_at"] - r["created_at"]).total_seconds()
         for r in rows
@@ -411,9 +429,10 @@ async def run_mode(
     span = (max(admitted_times) - first_submit).total_seconds()
     # How fast the API took the Jobs: no admission rate can beat it.
     submit_span = (max(r["created_at"] for r in rows) - first_submit).total_seconds()
-    writes = _writes(metrics)
+    writes = sum(_writes(text) for text in metrics)
     return {
         "mode": mode,
+        "replicas": replicas,
         "jobs": jobs,
         "workers": workers,
         "succeeded": sum(1 for r in rows if r["state"] == "Succeeded"),
@@ -471,12 +490,26 @@ def main() -> None:
         default=None,
         help="write summary.json, table.md (figures against the targets) and plot.png here",
     )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        action="append",
+        help="manager replicas over one database (repeat to compare: --replicas 1 "
+        "--replicas 3); default 1",
+    )
     args = parser.parse_args()
     if args.submit_rate is not None and args.submit_rate <= 0:
         parser.error("--submit-rate must be a positive number of Jobs per second")
     results = []
     timelines: dict[str, list[float]] = {}
-    for mode in args.mode or ["AllAtOnce", "BestFit"]:
+    runs = [
+        (mode, replicas)
+        for mode in args.mode or ["AllAtOnce", "BestFit"]
+        for replicas in args.replicas or [1]
+    ]
+    if any(replicas < 1 for _, replicas in runs):
+        parser.error("--replicas must be at least 1")
+    for mode, replicas in runs:
         result = asyncio.run(
             run_mode(
                 mode,
@@ -489,9 +522,11 @@ def main() -> None:
                 within=args.within,
                 worker_qps=args.worker_qps,
                 submit_rate=args.submit_rate,
+                replicas=replicas,
             )
         )
-        timelines[mode] = result.pop("admittedAtSeconds")
+        label = mode if len(runs) == len({m for m, _ in runs}) else f"{mode} x{replicas}"
+        timelines[label] = result.pop("admittedAtSeconds")
         console.print(result)
         results.append(result)
     if args.out is not None:

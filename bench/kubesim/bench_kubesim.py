@@ -195,7 +195,8 @@ async def _watch_async(job: dict[str, Any], ready: Any) -> dict[str, Any]:
             return seen
 
         tasks = [asyncio.create_task(watcher()) for _ in range(job["watchers"])]
-        await asyncio.wait_for(connected.wait(), 60)  # every watch is open (it bookmarked)
+        async with asyncio.timeout(60):
+            await connected.wait()  # every watch is open (it bookmarked)
         ready.put("connected")
         counts = await asyncio.gather(*tasks)
         return {"finished": max(finished), "counts": counts}

@@ -364,7 +364,8 @@ class ClusterRun:
         if agent.returncode is None:
             agent.send_signal(signal.SIGINT)
             try:
-                await asyncio.wait_for(agent.wait(), 10)
+                async with asyncio.timeout(10):
+                    await agent.wait()
             except TimeoutError:
                 agent.kill()
                 await agent.wait()

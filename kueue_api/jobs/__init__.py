@@ -1,47 +1,162 @@
 """Every job kind the project queues and dispatches, one module each behind `JobKind`.
 
 Adding a kind is a module, a line in KINDS, and the RBAC to read and write it; nothing else in
-the agent or the manager branches on a kind.
+the agent or the manager branches on a kind. A kind declared in a Configuration
+(`integrations.declarativeKinds`, kueue_api.jobs.declarative) needs no module: a process builds
+its JobKinds from its Configuration at start (`job_kinds`) and passes it to what looks kinds
+up; `kind_named` and `kind_of` know the built-in kinds alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from kueue_api.errors import FieldError
 from kueue_api.jobs.base import Finish, JobKind, PodSetInfo
 from kueue_api.jobs.batch_job import BatchJob
+from kueue_api.jobs.declarative import DeclarativeKind, spec_problems
+from kueue_api.jobs.deployment import Deployment
 from kueue_api.jobs.jobset import JobSet
+from kueue_api.jobs.kubeflow import KUBEFLOW_JOBS, KubeflowJob
+from kueue_api.jobs.mpijob import MPI_JOB
+from kueue_api.jobs.pod_parent import PodGroupParentKind, PodParentKind
+from kueue_api.jobs.ray import RAY_CLUSTER, RAY_JOB
+from kueue_api.jobs.statefulset import StatefulSet
+from kueue_api.models.config import Configuration, DeclarativeKindSpec
 
 __all__ = [
     "BATCH_JOB",
+    "BUILT_IN",
+    "DEPLOYMENT",
     "JOBSET",
     "KINDS",
+    "MPI_JOB",
+    "POD_GROUP_PARENTS",
+    "POD_PARENT_KINDS",
+    "RAY_CLUSTER",
+    "RAY_JOB",
+    "STATEFULSET",
     "BatchJob",
+    "DeclarativeKind",
     "Finish",
     "JobKind",
+    "JobKinds",
     "JobSet",
+    "KubeflowJob",
+    "PodGroupParentKind",
+    "PodParentKind",
     "PodSetInfo",
+    "declared_problems",
+    "declaring",
+    "job_kinds",
     "kind_named",
     "kind_of",
+    "pod_parent_of",
 ]
 
 BATCH_JOB = BatchJob()
 JOBSET = JobSet()
 # The kinds with a suspend field that Kueue's job reconciler runs (plain pods, which have
 # none, are kueue_api.jobs.pod and a controller of their own).
-KINDS: tuple[JobKind, ...] = (BATCH_JOB, JOBSET)
-_BY_KIND = {kind.resource.kind: kind for kind in KINDS}
+KINDS: tuple[JobKind, ...] = (BATCH_JOB, JOBSET, *KUBEFLOW_JOBS, MPI_JOB, RAY_JOB, RAY_CLUSTER)
+DEPLOYMENT = Deployment()
+STATEFULSET = StatefulSet()
+# Kinds without a suspend field whose pods Kueue queues for them (kueue_api.jobs.pod_parent):
+# they have webhooks, and the StatefulSet a reconciler, but no JobKind.
+POD_PARENT_KINDS: tuple[PodParentKind, ...] = (DEPLOYMENT, STATEFULSET)
+# Those whose pods are one group, with a Workload their reconciler builds (the agent's
+# worker_agent.controllers.pod_parents).
+POD_GROUP_PARENTS: tuple[PodGroupParentKind, ...] = (STATEFULSET,)
+_PARENTS_BY_KIND = {kind.resource.kind: kind for kind in POD_PARENT_KINDS}
+
+
+@dataclass(frozen=True)
+class JobKinds:
+    """The job kinds one process runs: the built-in KINDS and those its Configuration declares.
+    Built once at start (`job_kinds`) and handed to whatever looks a kind up."""
+
+    kinds: tuple[JobKind, ...]
+    _by_kind: dict[str, JobKind] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_kind", {kind.resource.kind: kind for kind in self.kinds})
+
+    def __iter__(self) -> Iterator[JobKind]:
+        return iter(self.kinds)
+
+    def named(self, kind: str) -> JobKind:
+        """The job kind called `kind` ("Job", "JobSet", "Trainer"...); KeyError for one not
+        supported."""
+        return self._by_kind[kind]
+
+    def of(self, manifest: Mapping[str, Any]) -> JobKind | None:
+        """The job kind of a manifest, by its apiVersion and kind; None when not supported."""
+        found = self._by_kind.get(str(manifest.get("kind")))
+        if found is None or manifest.get("apiVersion") != found.resource.api_version:
+            return None
+        return found
+
+    @property
+    def declared(self) -> tuple[JobKind, ...]:
+        """The kinds a Configuration declared (not built in)."""
+        return tuple(kind for kind in self.kinds if isinstance(kind, DeclarativeKind))
+
+    @property
+    def frameworks(self) -> frozenset[str]:
+        return frozenset(kind.framework for kind in self.kinds)
+
+
+BUILT_IN = JobKinds(KINDS)
+
+
+def job_kinds(configuration: Configuration | None) -> JobKinds:
+    """The built-in kinds and those of a Configuration's `integrations.declarativeKinds`
+    (checked when it loaded: kueue_api.validation)."""
+    return declaring(configuration.integrations.declarative_kinds or () if configuration else ())
+
+
+def declaring(declared: Sequence[DeclarativeKindSpec]) -> JobKinds:
+    """The built-in kinds and the declared ones (each checked: `declared_problems`)."""
+    return JobKinds((*KINDS, *(DeclarativeKind(spec) for spec in declared)))
+
+
+def declared_problems(
+    declared: Sequence[DeclarativeKindSpec], at: str = "integrations.declarativeKinds"
+) -> list[FieldError]:
+    """What is wrong with declared kinds, by field: each entry's own problems, and a kind name
+    declared twice or built in (the manager's records and JobKinds name a kind alone)."""
+    errors: list[FieldError] = []
+    taken = {kind.resource.kind for kind in KINDS}
+    for index, spec in enumerate(declared):
+        errors += spec_problems(spec, f"{at}[{index}]")
+        if spec.kind in taken:
+            errors.append(
+                FieldError(
+                    f"{at}[{index}].kind",
+                    f"Duplicate value: {spec.kind!r}: a job kind of that name is known already",
+                )
+            )
+        taken.add(spec.kind)
+    return errors
 
 
 def kind_named(kind: str) -> JobKind:
-    """The job kind called `kind` ("Job", "JobSet"); KeyError for one not supported."""
-    return _BY_KIND[kind]
+    """The built-in job kind called `kind` ("Job", "JobSet", "PyTorchJob"...); KeyError for
+    one not supported."""
+    return BUILT_IN.named(kind)
 
 
 def kind_of(manifest: Mapping[str, Any]) -> JobKind | None:
-    """The job kind of a manifest, by its apiVersion and kind; None when not supported."""
-    found = _BY_KIND.get(str(manifest.get("kind")))
+    """The built-in job kind of a manifest, by its apiVersion and kind; None when not
+    supported."""
+    return BUILT_IN.of(manifest)
+
+
+def pod_parent_of(manifest: Mapping[str, Any]) -> PodParentKind | None:
+    """The pod-parent kind of a manifest (Deployment, StatefulSet), by apiVersion and kind."""
+    found = _PARENTS_BY_KIND.get(str(manifest.get("kind")))
     if found is None or manifest.get("apiVersion") != found.resource.api_version:
         return None
     return found

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from kueue_api.api_resources import ResourceType
 from kueue_api.errors import FieldError
 from kueue_api.jsoncopy import json_copy
+from kueue_api.priority import pod_priority_class_name
 
 JsonObject = dict[str, Any]
 
@@ -25,6 +26,8 @@ MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 # The label MultiKueue puts on its copies in a worker: which manager they came from.
 MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 DEFAULT_LOCAL_QUEUE = "default"
+# A job whose Workload may change size as it runs, in slices (Kueue's workload slicing).
+ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 # Metadata a worker's API server sets for itself: never part of a copy.
 _SERVER_SET_METADATA = (
     "uid",
@@ -68,7 +71,7 @@ class JobKind(Protocol):
     resource: ResourceType
     # Its name in Kueue's Configuration `integrations.frameworks` ("batch/job").
     framework: str
-    # The label its pods carry with the job's name (to find them, and their logs).
+    # The label its pods carry with the job's name (pod_selector finds them by it).
     pod_owner_label: str
     # Where its pod templates name a PriorityClass (the field a missing class is blamed on).
     pod_priority_class_field: str
@@ -88,11 +91,36 @@ class JobKind(Protocol):
 
     def priority_class_name(self, job: JsonObject) -> str | None: ...
 
+    def pod_priority_class_name(self, job: JsonObject) -> str | None:
+        """The PriorityClass (scheduling.k8s.io) the job's pods run at, which gives its
+        Workload a priority when no WorkloadPriorityClass does (Kueue's
+        JobWithPriorityClass.PriorityClass): by default the first its podSets' templates
+        name."""
+        ...
+
     def pod_sets(self, job: JsonObject) -> list[JsonObject]:
         """The Workload's podSets for this job, in Workload JSON."""
         ...
 
     def is_suspended(self, job: JsonObject) -> bool: ...
+
+    def managed_by(self, job: JsonObject) -> str | None:
+        """The controller the job names to run it (`spec.managedBy`, or where the kind keeps
+        it); None for the kind's own controller."""
+        ...
+
+    def with_managed_by(self, job: JsonObject, controller: str) -> JsonObject:
+        """A copy naming `controller` as the one to run it (Kueue's SetManagedBy)."""
+        ...
+
+    def suspend_patch(self) -> JsonObject:
+        """A merge patch that suspends a job of this kind."""
+        ...
+
+    def pod_selector(self, name: str) -> str:
+        """The label selector of the pods of the job called `name` (Kueue's
+        PodLabelSelector), to find them and their logs."""
+        ...
 
     def is_active(self, job: JsonObject) -> bool:
         """True while the job still has running pods (quota is released only after)."""
@@ -113,6 +141,11 @@ class JobKind(Protocol):
 
     def suspend(self, job: JsonObject) -> JsonObject:
         """A copy that is suspended, template untouched (before any admission)."""
+        ...
+
+    def resumed(self, job: JsonObject) -> JsonObject:
+        """A copy with only its suspend flag cleared: what `run` makes of a job whose
+        templates already hold admission's placement."""
         ...
 
     def run(self, job: JsonObject, infos: Sequence[PodSetInfo]) -> JsonObject:
@@ -201,8 +234,44 @@ def _put_or_drop(target: JsonObject, key: str, value: Any) -> None:
         target.pop(key, None)
 
 
+def field_at(obj: JsonObject, path: Sequence[str]) -> Any:
+    """The value at `path` (keys from the top) in a Kubernetes object; None when absent."""
+    value: Any = obj
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def set_field(obj: JsonObject, path: Sequence[str], value: Any) -> None:
+    """Set the value at `path` in place, making the objects on the way."""
+    target = obj
+    for key in path[:-1]:
+        target = target.setdefault(key, {})
+    target[path[-1]] = value
+
+
+def true_condition(job: JsonObject, *types: str) -> JsonObject | None:
+    """The first of the job's `status.conditions` of one of `types` with status True."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") in types and condition.get("status") == "True":
+            return dict(condition)
+    return None
+
+
+def merge_patch(path: Sequence[str], value: Any) -> JsonObject:
+    """The JSON merge patch setting `path` to `value`."""
+    patch: JsonObject = {}
+    set_field(patch, path, value)
+    return patch
+
+
 def takes_default_queue(
-    job: JsonObject, default_queue: JsonObject | None, managed_kinds: frozenset[str]
+    job: JsonObject,
+    default_queue: JsonObject | None,
+    managed_kinds: frozenset[str],
+    kind: JobKind | None = None,
 ) -> bool:
     """Whether a job without a queue name goes to its namespace's LocalQueue `default`.
 
@@ -210,7 +279,8 @@ def takes_default_queue(
     Kueue manages (a JobSet's Jobs, say) already queues it. The agent has no webhook, so it
     labels the job on first sight instead, and only jobs created after the queue: the webhook
     would never have seen an older one, and a job running since before must not be caught."""
-    if default_queue is None or (job.get("spec") or {}).get("managedBy") == MULTIKUEUE_CONTROLLER:
+    managed_by = kind.managed_by(job) if kind is not None else field_at(job, ("spec", "managedBy"))
+    if default_queue is None or managed_by == MULTIKUEUE_CONTROLLER:
         return False
     if labels_of(job).get(QUEUE_NAME_LABEL) or label_or_annotation(job, PREBUILT_WORKLOAD_LABEL):
         return False
@@ -222,6 +292,15 @@ def takes_default_queue(
     # RFC 3339 UTC timestamps with the same precision order as text.
     queue_created = str((default_queue.get("metadata") or {}).get("creationTimestamp") or "")
     return str(meta.get("creationTimestamp") or "") >= queue_created
+
+
+def owned_by_managed_kind(job: JsonObject, managed_kinds: frozenset[str]) -> bool:
+    """Whether a job is not top-level in Kueue's sense: its controller is a job of a kind
+    Kueue queues (a RayJob's RayCluster, which KubeRay gives the RayJob's labels, queue name
+    included), so it runs on its owner's Workload and gets none of its own
+    (FindAncestorJobManagedByKueue in jobframework/reconciler.go)."""
+    owners = (job.get("metadata") or {}).get("ownerReferences") or []
+    return any(ref.get("controller") and ref.get("kind") in managed_kinds for ref in owners)
 
 
 def with_default_queue(job: JsonObject) -> JsonObject:
@@ -240,7 +319,18 @@ class QueueLabelledJob:
     managed like any other, as Kueue's job reconciler does: it gets its Workload and quota
     here, and is unsuspended once admitted; the cluster's own job controller leaves it alone,
     and the manager's MultiKueue check runs it in a worker
-    (pkg/controller/jobframework/reconciler.go)."""
+    (pkg/controller/jobframework/reconciler.go).
+
+    Where a kind keeps its suspend flag and its managedBy is `suspend_path` and
+    `managed_by_path` (a Job's and a JobSet's in `spec`, a Kubeflow job's in
+    `spec.runPolicy`)."""
+
+    suspend_path: tuple[str, ...] = ("spec", "suspend")
+    managed_by_path: tuple[str, ...] = ("spec", "managedBy")
+    # The managedBy value naming the kind's own controller, which counts as none (Kueue's
+    # CanDefaultManagedBy: MultiKueue may still take such a job), when the kind has one.
+    own_controller: str | None = None
+    pod_owner_label: str
 
     def queue_name(self, job: JsonObject) -> str | None:
         return labels_of(job).get(QUEUE_NAME_LABEL) or None
@@ -254,13 +344,39 @@ class QueueLabelledJob:
     def priority_class_name(self, job: JsonObject) -> str | None:
         return labels_of(job).get(PRIORITY_CLASS_LABEL) or None
 
+    def pod_priority_class_name(self, job: JsonObject) -> str | None:
+        return pod_priority_class_name(self.pod_sets(job))
+
+    def pod_sets(self, job: JsonObject) -> list[JsonObject]:
+        raise NotImplementedError
+
     def is_suspended(self, job: JsonObject) -> bool:
-        return bool((job.get("spec") or {}).get("suspend"))
+        return bool(field_at(job, self.suspend_path))
 
     def suspend(self, job: JsonObject) -> JsonObject:
         result = json_copy(job)
-        result.setdefault("spec", {})["suspend"] = True
+        set_field(result, self.suspend_path, True)
         return result
+
+    def resumed(self, job: JsonObject) -> JsonObject:
+        result = json_copy(job)
+        set_field(result, self.suspend_path, False)
+        return result
+
+    def suspend_patch(self) -> JsonObject:
+        return merge_patch(self.suspend_path, True)
+
+    def managed_by(self, job: JsonObject) -> str | None:
+        value = field_at(job, self.managed_by_path)
+        return str(value) if value and value != self.own_controller else None
+
+    def with_managed_by(self, job: JsonObject, controller: str) -> JsonObject:
+        result = json_copy(job)
+        set_field(result, self.managed_by_path, controller)
+        return result
+
+    def pod_selector(self, name: str) -> str:
+        return f"{self.pod_owner_label}={name}"
 
     def admission_problems(self, job: JsonObject, old: JsonObject | None) -> list[FieldError]:
         return []
@@ -275,7 +391,10 @@ class QueueLabelledJob:
         }
         for key in _SERVER_SET_METADATA:
             metadata.pop(key, None)
-        copy["spec"].pop("managedBy", None)
+        # Clearing managedBy lets the worker's own controller run it.
+        owner = field_at(copy, self.managed_by_path[:-1])
+        if isinstance(owner, dict):
+            owner.pop(self.managed_by_path[-1], None)
         copy.pop("status", None)
         return self.without_cluster_fields(copy)
 

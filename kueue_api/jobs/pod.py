@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kueue_api.jobs.base import (
+    PREBUILT_WORKLOAD_LABEL,
     QUEUE_NAME_LABEL,
     Finish,
     PodSetInfo,
@@ -32,6 +33,10 @@ ADMISSION_GATE = "kueue.x-k8s.io/admission"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
 GROUP_TOTAL_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
+# The podSet a group's pod belongs to, when its creator names it (a StatefulSet's: `main`).
+ROLE_HASH_ANNOTATION = "kueue.x-k8s.io/role-hash"
+# A serving group (a StatefulSet's pods) runs until scaled down or deleted: it never finishes.
+SERVING_ANNOTATION = "kueue.x-k8s.io/pod-group-serving"
 _TERMINAL = ("Succeeded", "Failed")
 
 
@@ -85,7 +90,11 @@ def _template(pod: JsonObject) -> JsonObject:
 
 
 def role_hash(pod: JsonObject) -> str:
-    """Pods of one shape share a podSet (Kueue names it by a hash of the pod's role)."""
+    """Pods of one shape share a podSet (Kueue names it by a hash of the pod's role), unless
+    the pod's creator named it in the role-hash annotation (Pod.addRoleHash keeps it)."""
+    named = annotations_of(pod).get(ROLE_HASH_ANNOTATION)
+    if named:
+        return named
     spec = (pod.get("spec") or {}).copy()
     shape = {
         "containers": [
@@ -146,9 +155,29 @@ def released(pod: JsonObject, info: PodSetInfo) -> JsonObject | None:
     return {**pod, "metadata": meta, "spec": spec}
 
 
+def is_serving(pods: Sequence[JsonObject]) -> bool:
+    """A serving group (Pod.isServing): its Workload never finishes while the group lives."""
+    return any(
+        labels_of(p).get(GROUP_NAME_LABEL) and annotations_of(p).get(SERVING_ANNOTATION) == "true"
+        for p in pods
+    )
+
+
+def prebuilt_workload_name(pods: Sequence[JsonObject]) -> str | None:
+    """The Workload someone else built for these pods (a StatefulSet's reconciler): the pod
+    controller waits for it instead of making one."""
+    for pod in pods:
+        name = labels_of(pod).get(PREBUILT_WORKLOAD_LABEL)
+        if name:
+            return str(name)
+    return None
+
+
 def finished(pods: Sequence[JsonObject], expected: int) -> Finish | None:
     """A lone pod ends with its phase; a group once every pod has ended, succeeding when
-    all of them did."""
+    all of them did; a serving group never (Pod.Finished)."""
+    if is_serving(pods):
+        return None
     live = [p for p in pods if not is_deleting(p) or is_terminal(p)]
     if len(live) < expected or not all(is_terminal(p) for p in live):
         return None

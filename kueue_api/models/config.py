@@ -30,6 +30,9 @@ __all__ = [
     "MULTIKUEUE_DISPATCHER_INCREMENTAL",
     "AdmissionFairSharingConfig",
     "Configuration",
+    "DeclarativeConditions",
+    "DeclarativeKindSpec",
+    "DeclarativePodSet",
     "DeviceClassCapacitySource",
     "DeviceClassCounterSource",
     "DeviceClassMapping",
@@ -169,10 +172,65 @@ class Resources(KueueModel):
         return self.quota_check_strategy or "BlockUndeclared"
 
 
+class DeclarativePodSet(KueueModel):
+    """One podSet of a declarative kind: where a job keeps its pod template and its count.
+
+    Paths are dotted field names from the top of the object (`spec.template`)."""
+
+    name: StrictStr
+    """The podSet's name in the Workload (a DNS label)."""
+    template_path: StrictStr
+    """Where the pod template is (`spec.template`): admission's placement goes in there."""
+    count_path: StrictStr | None = None
+    """Where the number of pods is (`spec.replicas`); `count` when unset, or absent in a job.
+    Admission writes the admitted count back here (partial admission)."""
+    count: Int32 = 1
+    """The number of pods when `countPath` is unset, or absent in a job."""
+    min_count_path: StrictStr | None = None
+    """Where the fewest pods the job runs with is (partial admission's podSet minCount)."""
+
+
+class DeclarativeConditions(KueueModel):
+    """The job's own `status.conditions` types (status True) that say how it stands."""
+
+    succeeded: list[StrictStr]
+    """Any of these true: the job finished and succeeded."""
+    failed: list[StrictStr] = Field(default_factory=list)
+    """Any of these true: the job finished and failed."""
+    running: StrictStr | None = None
+    """True while its pods run and are ready (the Workload's PodsReady). Without it a job is
+    taken as ready once unsuspended."""
+
+
+class DeclarativeKindSpec(KueueModel):
+    """An mkq extension (`integrations.declarativeKinds[]`), not a field Kueue knows: a job kind
+    read from its paths instead of written as code, for any custom resource with a suspend
+    field (kueue_api.jobs.declarative). Declaring a kind enables it; its framework name is
+    `<group>/<lower(kind)>`."""
+
+    group: StrictStr
+    version: StrictStr
+    kind: StrictStr
+    plural: StrictStr
+    """The resource's plural name (the CRD's `spec.names.plural`)."""
+    suspend_path: StrictStr = "spec.suspend"
+    managed_by_path: StrictStr | None = None
+    """Where the kind names the controller that runs it (`spec.managedBy`), when it has such a
+    field; MultiKueue's manager then names itself there and a worker's copy clears it."""
+    pod_owner_label: StrictStr | None = None
+    """The label the kind's operator puts on its pods with the job's name; default
+    `<group>/<lower(kind)>-name`."""
+    pod_sets: list[DeclarativePodSet]
+    conditions: DeclarativeConditions
+
+
 class Integrations(KueueModel):
     frameworks: list[StrictStr] = Field(default_factory=lambda: ["batch/job"])
     external_frameworks: list[StrictStr] | None = None
     label_keys_to_copy: list[StrictStr] | None = None
+    declarative_kinds: list[DeclarativeKindSpec] | None = None
+    """mkq's extension: job kinds declared by their paths (DeclarativeKindSpec). Kueue's own
+    strict decoder refuses the field, so a file shared with Kueue leaves it out."""
 
     def model_post_init(self, context: Any) -> None:
         if not self.frameworks:

@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kueue_api.api_resources import ResourceType
+from kueue_api.jobs import KINDS, POD_PARENT_KINDS, JobKind
+
 JsonObject = dict[str, Any]
 
 MUTATING_NAME = "mkq-agent-mutating"
@@ -21,12 +24,40 @@ MUTATE_PATH = "/mutate"
 VALIDATE_PATH = "/validate"
 TIMEOUT_SECONDS = 10
 
-# (webhook name, apiGroups, apiVersions, resources, framework)
+# (webhook name, apiGroups, apiVersions, resources, framework): every job kind, and pods.
+_RESOURCES: tuple[tuple[ResourceType, str], ...] = (
+    *((kind.resource, kind.framework) for kind in KINDS),
+    *((kind.resource, kind.framework) for kind in POD_PARENT_KINDS),
+)
+
+
+def _mutated_entry(resource: ResourceType, framework: str) -> tuple[str, str, str, str, str]:
+    name = f"m{resource.kind.lower()}.mkq.dev"
+    return (name, resource.group, resource.version, resource.plural, framework)
+
+
 _MUTATED = (
-    ("mjob.mkq.dev", "batch", "v1", "jobs", "batch/job"),
-    ("mjobset.mkq.dev", "jobset.x-k8s.io", "v1alpha2", "jobsets", "jobset.x-k8s.io/jobset"),
+    *(_mutated_entry(resource, framework) for resource, framework in _RESOURCES),
     ("mpod.mkq.dev", "", "v1", "pods", "pod"),
 )
+# Kinds Kueue mutates on update too: their pod template is marked again (a new template from
+# `kubectl apply` must not roll out unqueued pods).
+_MUTATED_ON_UPDATE = frozenset(kind.framework for kind in POD_PARENT_KINDS)
+# The pods the pod webhook sees: those that ask for a queue, and those a pod parent's marked
+# template made (labelled managed there, kueue_api.jobs.statefulset), in two disjoint entries
+# since one objectSelector cannot say "or".
+_POD_SELECTORS = (
+    ("mpod.mkq.dev", [{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}]),
+    (
+        "mpod-managed.mkq.dev",
+        [
+            {"key": "kueue.x-k8s.io/queue-name", "operator": "DoesNotExist"},
+            {"key": "kueue.x-k8s.io/managed", "operator": "Exists"},
+        ],
+    ),
+)
+# Every framework the configurations can cover.
+ALL_FRAMEWORKS = tuple(entry[4] for entry in _MUTATED)
 _KUEUE_RESOURCES = (
     "clusterqueues",
     "cohorts",
@@ -71,11 +102,18 @@ def webhook_configurations(
     url: str | None = None,
     service: tuple[str, str] | None = None,
     ca_bundle: str | None = None,
-    frameworks: Sequence[str] = ("batch/job", "jobset.x-k8s.io/jobset", "pod"),
+    frameworks: Sequence[str] = ALL_FRAMEWORKS,
     owner: str = "mkq-agent",
+    declared: Sequence[JobKind] = (),
 ) -> list[JsonObject]:
     """The two configurations (`<owner>-mutating`, `<owner>-validating`), the server reached at
-    `url` or through `service` (namespace, name)."""
+    `url` or through `service` (namespace, name); `declared`: the kinds a Configuration
+    declares (integrations.declarativeKinds), covered whatever `frameworks` says."""
+    mutated = (
+        *(_mutated_entry(kind.resource, kind.framework) for kind in declared),
+        *_MUTATED,
+    )
+    frameworks = [*frameworks, *(kind.framework for kind in declared)]
     selector = _namespace_selector(own_namespace)
 
     def webhook(name: str, path: str, rules: list[JsonObject], policy: str) -> JsonObject:
@@ -100,17 +138,29 @@ def webhook_configurations(
         }
 
     mutating = [
-        webhook(name, MUTATE_PATH, [rule(group, version, resource, "CREATE")], "Fail")
-        for name, group, version, resource, framework in _MUTATED
-        if framework in frameworks
+        webhook(
+            name,
+            MUTATE_PATH,
+            [
+                rule(
+                    group,
+                    version,
+                    resource,
+                    *(("CREATE", "UPDATE") if framework in _MUTATED_ON_UPDATE else ("CREATE",)),
+                )
+            ],
+            "Fail",
+        )
+        for name, group, version, resource, framework in mutated
+        if framework in frameworks and framework != "pod"
     ]
-    for entry in mutating:
-        if entry["name"] == "mpod.mkq.dev":
-            # Only pods that ask for a queue: the pods a Job controller creates (and every
-            # other pod) are never held up by this webhook, even when it is down.
-            entry["objectSelector"] = {
-                "matchExpressions": [{"key": "kueue.x-k8s.io/queue-name", "operator": "Exists"}]
-            }
+    if "pod" in frameworks:
+        # Only pods that Kueue manages: the pods a Job controller creates (and every other
+        # pod) are never held up by this webhook, even when it is down.
+        for name, expressions in _POD_SELECTORS:
+            entry = webhook(name, MUTATE_PATH, [rule("", "v1", "pods", "CREATE")], "Fail")
+            entry["objectSelector"] = {"matchExpressions": expressions}
+            mutating.append(entry)
     validating = [
         webhook(
             "vkueue.mkq.dev",
@@ -126,7 +176,7 @@ def webhook_configurations(
             [rule(group, version, resource, "CREATE", "UPDATE")],
             "Fail",
         )
-        for name, group, version, resource, framework in _MUTATED
+        for name, group, version, resource, framework in mutated
         if framework in frameworks and framework != "pod"
     ]
     api = "admissionregistration.k8s.io/v1"

@@ -10,7 +10,10 @@ defaults.go, pkg/controller/jobs/job/job_webhook.go, jobset_webhook.go, pod/pod_
   check gets `spec.managedBy: kueue.x-k8s.io/multikueue` (ApplyDefaultForManagedBy), so no
   controller runs it there;
 - a managed pod gets the `kueue.x-k8s.io/managed` label and the `kueue.x-k8s.io/admission`
-  scheduling gate, so it waits unscheduled until admitted.
+  scheduling gate, so it waits unscheduled until admitted; so does every pod made from a
+  template a pod parent's webhook marked (pod/pod_webhook.go, suspendByParent);
+- a managed Deployment or StatefulSet, on create and update, gets its pod template marked
+  (kueue_api.jobs.pod_parent; deployment/deployment_webhook.go, statefulset_webhook.go).
 
 Pure: the caller passes what the cluster holds through `ClusterView`.
 """
@@ -21,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kueue_api.jobs import KINDS
+from kueue_api.jobs import BUILT_IN, KINDS, POD_PARENT_KINDS, JobKinds, PodParentKind, pod_parent_of
 from kueue_api.jobs import pod as pods
 from kueue_api.jobs.base import (
     DEFAULT_LOCAL_QUEUE,
@@ -35,6 +38,7 @@ from kueue_api.jobs.pod import (
     GROUP_TOTAL_ANNOTATION,
     MANAGED_LABEL,
 )
+from kueue_api.jobs.pod_parent import SUSPENDED_BY_PARENT_ANNOTATION, managed_by_another_framework
 from kueue_api.jsoncopy import json_copy
 from kueue_api.webhooks.review import Answer, Request, allow, deny, json_patch
 
@@ -45,12 +49,10 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Kueue's framework names (Configuration integrations.frameworks) per (group, kind).
 FRAMEWORKS: Mapping[tuple[str, str], str] = {
     **{(kind.resource.group, kind.resource.kind): kind.framework for kind in KINDS},
+    **{(kind.resource.group, kind.resource.kind): kind.framework for kind in POD_PARENT_KINDS},
     ("", "Pod"): pods.FRAMEWORK,
 }
-# Owners whose children Kueue queues through them (a JobSet's Jobs, a Job's pods).
-_MANAGED_OWNERS: Mapping[str, tuple[str, str]] = {
-    kind.framework: (kind.resource.group, kind.resource.kind) for kind in KINDS
-}
+_POD_PARENT_FRAMEWORKS = frozenset(kind.framework for kind in POD_PARENT_KINDS)
 
 
 class ClusterView(Protocol):
@@ -64,6 +66,10 @@ class ClusterView(Protocol):
 
     def namespace_labels(self, name: str) -> Mapping[str, str] | None: ...
 
+    def workload(self, namespace: str, name: str) -> JsonObject | None:
+        """The Workload called `name` (a StatefulSet's update is checked against it)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Defaulting:
@@ -76,6 +82,16 @@ class Defaulting:
     local_queue_defaulting: bool = True
     multikueue: bool = False  # set managedBy for MultiKueue ClusterQueues (the manager side)
     excluded_namespaces: frozenset[str] = field(default_factory=frozenset)
+    # The job kinds (built in, and declared in the Configuration) the webhooks know.
+    kinds: JobKinds = BUILT_IN
+
+    def framework_of(self, group_kind: tuple[str, str]) -> str | None:
+        """Kueue's framework name of a (group, kind), built in or declared."""
+        found = FRAMEWORKS.get(group_kind)
+        for kind in self.kinds.declared if found is None else ():
+            if (kind.resource.group, kind.resource.kind) == group_kind:
+                return kind.framework
+        return found
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
@@ -107,7 +123,12 @@ def _labels(obj: JsonObject) -> dict[str, str]:
 
 def _owned_by_managed_kind(obj: JsonObject, settings: Defaulting) -> bool:
     owners = (obj.get("metadata") or {}).get("ownerReferences") or []
-    managed = {_MANAGED_OWNERS[f] for f in settings.frameworks if f in _MANAGED_OWNERS}
+    # Owners whose children Kueue queues through them (a JobSet's Jobs, a Job's pods).
+    managed = {
+        (kind.resource.group, kind.resource.kind)
+        for kind in settings.kinds
+        if kind.framework in settings.frameworks
+    }
     for owner in owners:
         group = str(owner.get("apiVersion") or "").partition("/")[0]
         group = "" if "/" not in str(owner.get("apiVersion") or "") else group
@@ -138,11 +159,13 @@ def _is_multikueue_queue(namespace: str, queue: str, view: ClusterView) -> bool:
 
 
 def default_job(obj: JsonObject, view: ClusterView, settings: Defaulting) -> JsonObject:
-    """The job (batch/v1 Job or JobSet) as Kueue's webhook leaves it at creation."""
+    """The job (of a kind of kueue_api.jobs) as Kueue's webhook leaves it at creation."""
     result = json_copy(obj)
+    kind = settings.kinds.of(result)
+    if kind is None:
+        return result
     metadata = result.setdefault("metadata", {})
     namespace = str(metadata.get("namespace") or "")
-    spec = result.setdefault("spec", {})
     if _owned_by_managed_kind(result, settings):
         return result
     labels = _labels(result)
@@ -163,19 +186,53 @@ def default_job(obj: JsonObject, view: ClusterView, settings: Defaulting) -> Jso
     if (
         settings.multikueue
         and queue
-        and spec.get("managedBy") is None
+        and kind.managed_by(result) is None
         and _is_multikueue_queue(namespace, queue, view)
     ):
-        spec["managedBy"] = MULTIKUEUE_CONTROLLER
-    spec["suspend"] = True
-    return result
+        result = kind.with_managed_by(result, MULTIKUEUE_CONTROLLER)
+    return kind.suspend(result)
+
+
+def is_managed_object(obj: JsonObject, view: ClusterView, settings: Defaulting) -> bool:
+    """WorkloadShouldBeSuspended for an object without a suspend field: it names a queue, or
+    Kueue manages objects without one in its namespace."""
+    namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+    return bool(_labels(obj).get(QUEUE_NAME_LABEL)) or (
+        settings.manage_jobs_without_queue_name and _namespace_selected(namespace, view, settings)
+    )
+
+
+def default_pod_parent(
+    obj: JsonObject, kind: PodParentKind, view: ClusterView, settings: Defaulting
+) -> JsonObject:
+    """A Deployment or StatefulSet as Kueue's webhook leaves it: the namespace's default
+    LocalQueue when it names none, and its pod template marked when Kueue manages it."""
+    result = json_copy(obj)
+    if managed_by_another_framework(result, kind.framework) is not None:
+        return result
+    metadata = result.setdefault("metadata", {})
+    namespace = str(metadata.get("namespace") or "")
+    labels = _labels(result)
+    if (
+        settings.local_queue_defaulting
+        and not labels.get(QUEUE_NAME_LABEL)
+        and view.local_queue(namespace, DEFAULT_LOCAL_QUEUE) is not None
+    ):
+        labels[QUEUE_NAME_LABEL] = DEFAULT_LOCAL_QUEUE
+        metadata["labels"] = labels
+    if not is_managed_object(result, view, settings):
+        return result
+    return kind.template_defaults(result)
 
 
 def default_pod(obj: JsonObject, view: ClusterView, settings: Defaulting) -> JsonObject:
-    """A pod as Kueue's pod webhook leaves it: gated and labelled managed, when queued."""
+    """A pod as Kueue's pod webhook leaves it: gated and labelled managed, when queued; a pod
+    of a marked template is gated whatever its labels (its parent was checked)."""
     result = json_copy(obj)
     metadata = result.setdefault("metadata", {})
     namespace = str(metadata.get("namespace") or "")
+    if SUSPENDED_BY_PARENT_ANNOTATION in (metadata.get("annotations") or {}):
+        return _gated(result)
     if _owned_by_managed_kind(result, settings):
         return result
     labels = _labels(result)
@@ -186,12 +243,17 @@ def default_pod(obj: JsonObject, view: ClusterView, settings: Defaulting) -> Jso
         return result
     labels[MANAGED_LABEL] = "true"
     metadata["labels"] = labels
-    spec = result.setdefault("spec", {})
+    return _gated(result)
+
+
+def _gated(pod: JsonObject) -> JsonObject:
+    """`pod` (the caller's copy) behind Kueue's admission gate."""
+    spec = pod.setdefault("spec", {})
     gates = list(spec.get("schedulingGates") or [])
     if not any(g.get("name") == ADMISSION_GATE for g in gates):
         gates.append({"name": ADMISSION_GATE})
     spec["schedulingGates"] = gates
-    return result
+    return pod
 
 
 def pod_group_problems(pod: JsonObject) -> list[str]:
@@ -213,11 +275,14 @@ def pod_group_problems(pod: JsonObject) -> list[str]:
 
 
 def mutate(request: Request, view: ClusterView, settings: Defaulting) -> Answer:
-    """The mutating webhook's answer for a job or pod being created."""
-    framework = FRAMEWORKS.get(request.group_kind)
+    """The mutating webhook's answer for a job or pod being created (or a pod parent being
+    created or updated: Kueue marks its template again on every update)."""
+    framework = settings.framework_of(request.group_kind)
     obj = request.obj
+    operations = ("CREATE", "UPDATE") if framework in _POD_PARENT_FRAMEWORKS else ("CREATE",)
     if (
-        request.operation != "CREATE"
+        request.operation not in operations
+        or request.sub_resource
         or framework not in settings.frameworks
         or obj is None
         or request.namespace in settings.excluded_namespaces
@@ -230,6 +295,8 @@ def mutate(request: Request, view: ClusterView, settings: Defaulting) -> Answer:
         if problems:
             return deny("; ".join(problems))
         defaulted = default_pod(obj, view, settings)
+    elif (parent := pod_parent_of(obj)) is not None:
+        defaulted = default_pod_parent(obj, parent, view, settings)
     else:
         defaulted = default_job(obj, view, settings)
     if "namespace" not in (sent.get("metadata") or {}):
@@ -238,5 +305,7 @@ def mutate(request: Request, view: ClusterView, settings: Defaulting) -> Answer:
 
 
 def frameworks_of(names: Sequence[str]) -> frozenset[str]:
-    """Kueue's framework names that have a webhook here."""
-    return frozenset(n for n in names if n in FRAMEWORKS.values())
+    """Kueue's framework names that have a webhook here; a pod parent's brings `pod` with it
+    (its ImplicitlyEnabledFrameworkNames: its pods are what Kueue queues)."""
+    found = frozenset(n for n in names if n in FRAMEWORKS.values())
+    return found | {pods.FRAMEWORK} if found & _POD_PARENT_FRAMEWORKS else found

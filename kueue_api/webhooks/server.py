@@ -39,6 +39,11 @@ CA_RENEW_BEFORE = datetime.timedelta(days=365)
 SERVING_VALIDITY = datetime.timedelta(days=365)
 # kube-apiserver sends objects of up to 3 MiB, twice (object and oldObject) on an update.
 MAX_REVIEW_BYTES = 8 * 1024 * 1024
+# How long stopping waits for reviews in flight. A decision is pure and takes milliseconds;
+# what is still open after this is a request whose body never came, and the API server
+# answers that one by its failurePolicy when its own timeout (10 s) passes. aiohttp's default,
+# 60 s, held a manager replica's stepping down, and with it the next election, for a minute.
+SHUTDOWN_SECONDS = 1.0
 
 Handler = Callable[[Request], Answer]
 
@@ -99,7 +104,7 @@ def admission_handlers(view: ClusterView, defaulting: Defaulting) -> dict[str, H
         return mutate(request, view, defaulting)
 
     def on_validate(request: Request) -> Answer:
-        return validate(request, defaulting.frameworks)
+        return validate(request, defaulting.frameworks, view, defaulting)
 
     return {MUTATE_PATH: on_mutate, VALIDATE_PATH: on_validate}
 
@@ -190,7 +195,7 @@ class WebhookServer:
         for path in self._handlers:
             app.router.add_post(path, self._serve)
         app.router.add_get("/healthz", self._healthz)
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port, ssl_context=self._ssl)
         await site.start()

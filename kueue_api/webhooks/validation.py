@@ -16,11 +16,12 @@ from pydantic import ValidationError
 
 from kueue_api.api_resources import KUEUE_GROUP
 from kueue_api.errors import FieldError
-from kueue_api.jobs import kind_of
+from kueue_api.jobs import JobKinds, pod_parent_of
 from kueue_api.jobs.base import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
+from kueue_api.jobs.pod_parent import UpdateContext
 from kueue_api.loader import model_for
 from kueue_api.validation import validate_object, validate_update
-from kueue_api.webhooks.mutation import FRAMEWORKS
+from kueue_api.webhooks.mutation import ClusterView, Defaulting, is_managed_object
 from kueue_api.webhooks.review import Answer, Request, allow, deny
 
 JsonObject = dict[str, Any]
@@ -62,29 +63,30 @@ def _label(obj: JsonObject | None, name: str) -> str | None:
     return str(value) if value is not None else None
 
 
-def _suspended(obj: JsonObject | None) -> bool:
-    return bool(((obj or {}).get("spec") or {}).get("suspend"))
+def _suspended(obj: JsonObject | None, kinds: JobKinds) -> bool:
+    kind = kinds.of(obj or {})
+    return kind is not None and kind.is_suspended(obj or {})
 
 
-def _job(request: Request) -> Answer:
+def _job(request: Request, kinds: JobKinds) -> Answer:
     """A job kind's own rules (JobKind.admission_problems) on create and update."""
     new = request.obj or {}
-    kind = kind_of(new)
+    kind = kinds.of(new)
     errors: list[FieldError | str] = []
     if kind is not None:
         errors += kind.admission_problems(new, request.old_obj)
     if request.operation == "UPDATE":
-        errors += _job_update_problems(request)
+        errors += _job_update_problems(request, kinds)
     return deny(_message(errors)) if errors else allow()
 
 
-def _job_update_problems(request: Request) -> list[str]:
+def _job_update_problems(request: Request, kinds: JobKinds) -> list[str]:
     """Kueue's ValidateUpdateForQueueName and the prebuilt Workload's immutability: a running
     job keeps its queue, and no job changes the Workload it was built for."""
     old, new = request.old_obj, request.obj
     errors: list[str] = []
     old_queue, new_queue = _label(old, QUEUE_NAME_LABEL), _label(new, QUEUE_NAME_LABEL)
-    if old_queue != new_queue and not _suspended(old):
+    if old_queue != new_queue and not _suspended(old, kinds):
         errors.append(
             f"metadata.labels[{QUEUE_NAME_LABEL}]: Invalid value: {new_queue!r}: "
             "field is immutable while the job runs (suspend it first)"
@@ -101,15 +103,50 @@ def _job_update_problems(request: Request) -> list[str]:
     return errors
 
 
-def validate(request: Request, frameworks: frozenset[str]) -> Answer:
-    """The validating webhook's answer."""
+def _pod_parent(request: Request, view: ClusterView | None, settings: Defaulting) -> Answer:
+    """A Deployment's or StatefulSet's rules (PodParentKind.create_problems and
+    update_problems), given whether Kueue manages it and its Workload."""
+    new = {
+        **(request.obj or {}),
+        "metadata": {**((request.obj or {}).get("metadata") or {}), "namespace": request.namespace},
+    }
+    kind = pod_parent_of(new)
+    if kind is None:
+        return allow()
+    if request.operation == "CREATE" or request.old_obj is None:
+        problems = kind.create_problems(new)
+    else:
+        workload_name = kind.parent_workload_name(request.old_obj)
+        workload = None
+        if view is not None and workload_name is not None:
+            workload = view.workload(request.namespace, workload_name)
+        managed = (
+            is_managed_object(new, view, settings)
+            if view is not None
+            else bool(((new.get("metadata") or {}).get("labels") or {}).get(QUEUE_NAME_LABEL))
+        )
+        problems = kind.update_problems(request.old_obj, new, UpdateContext(managed, workload))
+    return deny(_message(problems)) if problems else allow()
+
+
+def validate(
+    request: Request,
+    frameworks: frozenset[str],
+    view: ClusterView | None = None,
+    settings: Defaulting | None = None,
+) -> Answer:
+    """The validating webhook's answer; `view` and `settings` (the cluster, and Kueue's
+    Configuration) let a StatefulSet's update be checked against its Workload."""
     group, kind = request.group_kind
     if group == KUEUE_GROUP and request.operation in ("CREATE", "UPDATE"):
         return _kueue_object(request)
-    framework = FRAMEWORKS.get((group, kind))
+    settings = settings or Defaulting(frameworks=frameworks)
+    framework = settings.framework_of((group, kind))
     creating_or_updating = request.operation in ("CREATE", "UPDATE")
     if framework in frameworks and framework != "pod" and creating_or_updating:
         if request.sub_resource:
             return allow()
-        return _job(request)
+        if pod_parent_of(request.obj or {}) is not None:
+            return _pod_parent(request, view, settings)
+        return _job(request, settings.kinds)
     return allow()

@@ -9,8 +9,9 @@ from fastapi import FastAPI
 
 from manager.api.bodies import RefuseNulBytes
 from manager.api.errors import error_responses, install_error_handlers
+from manager.api.forwarding import ForwardToLeader, close_leader_client
 from manager.api.openapi import documented
-from manager.api.routers import clusters, health, queues, reports, workloads
+from manager.api.routers import clusters, health, queues, replicas, reports, workloads
 from manager.runtime import ManagerRuntime
 
 
@@ -24,6 +25,7 @@ def create_app(open_runtime: Callable[[], Awaitable[ManagerRuntime]]) -> FastAPI
         try:
             yield
         finally:
+            await close_leader_client(app.state)
             await runtime.close()
 
     app = FastAPI(
@@ -35,8 +37,17 @@ def create_app(open_runtime: Callable[[], Awaitable[ManagerRuntime]]) -> FastAPI
         responses=error_responses(400),
     )
     install_error_handlers(app)
+    # Outermost last: a NUL byte is refused before anything is forwarded to the leader.
+    app.add_middleware(ForwardToLeader)
     app.add_middleware(RefuseNulBytes)
-    for router in (clusters.router, reports.router, workloads.router, queues.router, health.router):
+    for router in (
+        clusters.router,
+        reports.router,
+        workloads.router,
+        queues.router,
+        replicas.router,
+        health.router,
+    ):
         app.include_router(router)
 
     app.openapi = documented(app.openapi)  # type: ignore[method-assign]

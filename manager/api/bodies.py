@@ -16,6 +16,7 @@ from urllib.parse import unquote_to_bytes
 from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kueue_api.documents import DocumentError, load_json, load_yaml
@@ -45,11 +46,18 @@ async def read_body(request: Request) -> bytes:
         raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect as error:
+        # The client went away mid-body (an agent stopping): nobody is left to answer, and
+        # it is no error of ours to log with a traceback.
+        raise ApiError(
+            400, "BadRequest", "the client closed the connection before the body ended"
+        ) from error
     return b"".join(chunks)
 
 

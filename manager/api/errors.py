@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import asyncpg
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -172,22 +173,48 @@ def install_error_handlers(app: FastAPI) -> None:
             status_code=400,
         )
 
+    # The errors a database that restarts or fails over raises, answered here rather than by
+    # the handler of Exception below: Starlette logs everything that reaches that one as an
+    # unhandled traceback, and a Postgres restart is an outage the client waits out, not a bug.
+    async def _database(_: Request, error: Exception) -> JSONResponse:
+        answer = database_error_response(error)
+        if answer is None:
+            raise error  # the manager's fault after all: a 500, logged, below
+        return answer
+
+    for kind in (
+        SQLAlchemyError,
+        OSError,
+        TimeoutError,
+        asyncpg.PostgresError,
+        asyncpg.InterfaceError,
+    ):
+        app.add_exception_handler(kind, _database)
+
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, error: Exception) -> JSONResponse:
-        if database_read_only(error):
-            # Reads still work; every write is refused until the URL names a primary again.
-            log.error("database is read-only: %s", error)
-            return _database_503(
-                "the database is read-only (a hot standby, or default_transaction_read_only"
-                " is on), so nothing can be written; point MKQ_DATABASE_URL at the writable"
-                " primary, or turn read-only off"
-            )
-        if database_unavailable(error):
-            # Postgres restarting or out of reach: the client retries, as it is told to.
-            log.warning("database unavailable: %s", error)
-            return _database_503("the database is unavailable; retry shortly")
+        answer = database_error_response(error)
+        if answer is not None:
+            return answer
         log.exception("unhandled error")
         return JSONResponse(
             error_body("InternalError", f"internal error: {type(error).__name__}"),
             status_code=500,
         )
+
+
+def database_error_response(error: BaseException) -> JSONResponse | None:
+    """The 503 for an error that is the database's state, not the request's; else None."""
+    if database_read_only(error):
+        # Reads still work; every write is refused until the URL names a primary again.
+        log.error("database is read-only: %s", error)
+        return _database_503(
+            "the database is read-only (a hot standby, or default_transaction_read_only"
+            " is on), so nothing can be written; point MKQ_DATABASE_URL at the writable"
+            " primary, or turn read-only off"
+        )
+    if database_unavailable(error):
+        # Postgres restarting or out of reach: the client retries, as it is told to.
+        log.warning("database unavailable: %s", error)
+        return _database_503("the database is unavailable; retry shortly")
+    return None

@@ -112,3 +112,24 @@ class QueueOut(Wire):
     name: str
     pending: int
     workloads: list[QueuedWorkload]
+
+
+class ReplicaOut(Wire):
+    name: str
+    address: str | None
+    leader: bool
+    # Seen within the last few heartbeats (manager.leadership): a replica not live is gone.
+    live: bool
+    started_at: datetime
+    seen_at: datetime
+
+
+class ReplicasOut(Wire):
+    """The manager's replicas, who leads, and under which fencing epoch."""
+
+    leader: str | None
+    epoch: int | None
+    elected_at: datetime | None
+    # The replica that answered this request.
+    answered_by: str
+    items: list[ReplicaOut]

@@ -11,6 +11,7 @@ from sqlalchemy import ColumnElement, Insert, bindparam, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import FromClause
 
+from manager.db.fence import WRITER_EPOCH
 from manager.db.guarded import Follower
 from manager.db.session import execute_core
 from manager.db.tables import EventRow
@@ -29,10 +30,13 @@ async def append_events(session: AsyncSession, events: Sequence[Event]) -> None:
     """Log events in the session's transaction, so they are kept exactly when the change is.
 
     One Core INSERT for all of them: nothing reads an event back in the transaction, and ORM
-    objects would cost a unit-of-work flush.
+    objects would cost a unit-of-work flush. A deciding transaction (manager.db.fence) stamps
+    them with its epoch.
     """
     if events:
-        await execute_core(session, insert(EventRow).values([asdict(e) for e in events]))
+        epoch = session.info.get(WRITER_EPOCH)
+        rows = [{**asdict(e), "epoch": epoch} for e in events]
+        await execute_core(session, insert(EventRow).values(rows))
 
 
 async def append_event(
@@ -50,7 +54,8 @@ async def append_event(
 def event_follower(prefix: str, *, cluster_column: str = "") -> Follower:
     """The event of a guarded write (manager.db.guarded), logged for the workload the guard
     matched (its `id`), only if it matched. Its values are the parameters `event_params(prefix,
-    ...)` gives; `cluster_column` takes the cluster from a column the guard returns instead."""
+    ...)` gives; `cluster_column` takes the cluster from a column the guard returns instead.
+    Its epoch is the writer's (the parameter GuardedWriter sets)."""
 
     def build(matched: FromClause) -> Insert:
         cluster: ColumnElement[str | None] = (
@@ -59,13 +64,14 @@ def event_follower(prefix: str, *, cluster_column: str = "") -> Follower:
             else bindparam(f"{prefix}_cluster", type_=EventRow.cluster.type)
         )
         return insert(EventRow).from_select(
-            ["at", "kind", "message", "workload_id", "cluster"],
+            ["at", "kind", "message", "workload_id", "cluster", "epoch"],
             select(
                 bindparam(f"{prefix}_at", type_=EventRow.at.type),
                 bindparam(f"{prefix}_kind", type_=EventRow.kind.type),
                 bindparam(f"{prefix}_message", type_=EventRow.message.type),
                 matched.c.id,
                 cluster,
+                bindparam(WRITER_EPOCH, type_=EventRow.epoch.type),
             ),
         )
 

@@ -35,6 +35,7 @@ from sqlalchemy.sql import FromClause
 from sqlalchemy.sql.dml import ReturningInsert, ReturningUpdate
 
 from manager.db.driver import DriverStatement, Matched, compile_for_driver, run_on_driver
+from manager.db.fence import WRITER_EPOCH, Fence
 
 Guard = ReturningUpdate[Any] | ReturningInsert[Any]
 Follower = Callable[[FromClause], Insert | Update]
@@ -64,13 +65,18 @@ class _Built:
     followers: tuple[Executable, ...]
     one_statement: Select[Any] | None
     driver_statement: DriverStatement | None = None
+    fenced: bool = False
 
 
 class GuardedWriter:
     """Runs guarded writes on an engine, as one statement where the database allows it."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, fence: Fence | None = None) -> None:
+        """With an enabled `fence`, every UPDATE guard (a decision about an existing row)
+        matches only while this replica leads (manager.db.fence); INSERT guards (a new
+        workload accepted) are not decisions between replicas and stay unfenced."""
         self._engine = engine
+        self._fence = fence if fence is not None and fence.enabled else None
         self._one_statement = engine.dialect.name == "postgresql"
         # One statement is its own transaction: no BEGIN/COMMIT round trips around it.
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -81,10 +87,14 @@ class GuardedWriter:
         built = self._built.get(write.shape)
         if built is None:
             built = self._built[write.shape] = self._build(*write.build())
-        if built.driver_statement is not None:
-            rows = await run_on_driver(self._engine, built.driver_statement, write.params)
-            return rows[0] if rows else None
         params = dict(write.params)
+        params[WRITER_EPOCH] = None
+        if built.fenced and self._fence is not None:
+            params.update(self._fence.params())
+            params[WRITER_EPOCH] = self._fence.epoch
+        if built.driver_statement is not None:
+            rows = await run_on_driver(self._engine, built.driver_statement, params)
+            return rows[0] if rows else None
         if built.one_statement is not None:
             async with self._autocommit.connect() as connection:
                 return (await connection.execute(built.one_statement, params)).first()
@@ -98,6 +108,10 @@ class GuardedWriter:
             return row
 
     def _build(self, guard: Guard, followers: Sequence[Follower]) -> _Built:
+        fenced = self._fence is not None and isinstance(guard, Update)
+        if fenced:
+            assert self._fence is not None
+            guard = guard.where(self._fence.clause())  # type: ignore[union-attr]
         if self._one_statement:
             matched = guard.cte("matched")
             statement = select(matched)
@@ -106,11 +120,13 @@ class GuardedWriter:
             driver_statement = None
             if self._engine.dialect.driver == "asyncpg":
                 driver_statement = compile_for_driver(statement, self._engine.dialect)
-            return _Built(guard, (), statement, driver_statement)
+            return _Built(guard, (), statement, driver_statement, fenced)
         returned = select(
             *(
                 bindparam(_MATCHED + column.key, type_=column.type).label(column.key)
                 for column in guard.exported_columns
             )
         ).subquery("matched")
-        return _Built(guard, tuple(follower(returned) for follower in followers), None)
+        return _Built(
+            guard, tuple(follower(returned) for follower in followers), None, fenced=fenced
+        )

@@ -55,7 +55,7 @@ def make_engine(url: str) -> AsyncEngine:
     # A pool that covers the reconcile workers plus API requests without churning connections;
     # a broken connection is discarded when it fails (no ping on every checkout). JSON columns
     # (the manifest is read on every reconcile) go through orjson.
-    return create_async_engine(
+    engine = create_async_engine(
         url,
         pool_size=24,
         max_overflow=8,
@@ -63,6 +63,25 @@ def make_engine(url: str) -> AsyncEngine:
         json_serializer=_json_text,
         json_deserializer=orjson.loads,
     )
+    event.listen(engine.sync_engine, "checkout", _refuse_broken_connection)
+    return engine
+
+
+def _refuse_broken_connection(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Keep a pooled connection that cannot work from being handed out, by what the driver
+    knows locally (a ping on every checkout would cost a round trip each).
+
+    A connection the server closed (Postgres restarted, failed over, or ended the session)
+    means every connection pooled before it is as dead: the pool replaces them all as they
+    are next taken, rather than each failing one request in turn. One left cancelling a
+    statement (its task was cancelled mid-query) would refuse the next statement with "another
+    operation is in progress": it alone is replaced.
+    """
+    driver = dbapi_connection.driver_connection
+    if driver.is_closed():
+        raise sqlalchemy_exc.InvalidatePoolError("the database closed the connection")
+    if driver._protocol._is_cancelling():  # what asyncpg's own pool checks on release
+        raise sqlalchemy_exc.DisconnectionError("the connection is still cancelling a statement")
 
 
 def _json_text(value: object) -> str:
@@ -117,6 +136,9 @@ _UNAVAILABLE_ASYNCPG = (
     "PostgresConnectionError",
     "InterfaceError",
     "TooManyConnectionsError",
+    # A pooled connection a cancelled statement left mid-protocol ("another operation is in
+    # progress"): the connection is discarded, and a retry gets a sound one.
+    "InternalClientError",
 )
 
 

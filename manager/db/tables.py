@@ -172,6 +172,11 @@ class EventRow(Base):
     cluster: Mapped[str | None] = mapped_column(String(253), nullable=True)
     kind: Mapped[str] = mapped_column(String(64))
     message: Mapped[str] = mapped_column(Text, default="")
+    # The leader's epoch (manager.db.fence) the event was decided under; None for what is not
+    # a decision between replicas (a submission accepted) and on the demo's SQLite store. With
+    # the fence, events in id order never go back to an older epoch: the audit that no two
+    # replicas ever acted at once (tests/replica_audit.py).
+    epoch: Mapped[int | None] = mapped_column(Id, nullable=True)
 
 
 class AgentReportRow(Base):
@@ -182,3 +187,30 @@ class AgentReportRow(Base):
     cluster: Mapped[str] = mapped_column(String(253), primary_key=True)
     report_id: Mapped[str] = mapped_column(String(128), primary_key=True)
     received_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class LeadershipRow(Base):
+    """Which replica dispatches, and its fencing epoch (manager.leadership).
+
+    One row (id 1). Each new leader raises `epoch`; every write that decides carries the epoch
+    its replica was elected with and matches only while it is still the current one.
+    """
+
+    __tablename__ = "manager_leadership"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    epoch: Mapped[int] = mapped_column(Id, nullable=False)
+    holder: Mapped[str] = mapped_column(String(253), nullable=False)
+    address: Mapped[str | None] = mapped_column(String(2048))
+    elected_at: Mapped[datetime] = mapped_column(UtcDateTime, nullable=False)
+
+
+class ReplicaRow(Base):
+    """A manager replica and when it last said it was alive (GET /api/v1/replicas)."""
+
+    __tablename__ = "manager_replicas"
+
+    name: Mapped[str] = mapped_column(String(253), primary_key=True)
+    address: Mapped[str | None] = mapped_column(String(2048))
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime, nullable=False)
+    seen_at: Mapped[datetime] = mapped_column(UtcDateTime, nullable=False)

@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from sqlalchemy import select
 
-from kueue_api.jobs import kind_named
+from kueue_api.jobs import JobKind
 from kueue_api.priority import PriorityClassRef
 from kueue_api.quantity import Quantity, QuantityError
 from manager import states
@@ -28,6 +28,7 @@ from manager.db import clusters as cluster_queries
 from manager.db import workloads as workload_queries
 from manager.db.credentials import KubeconfigCipher
 from manager.db.events import EventSpec, append_event
+from manager.db.fence import Fence, deciding
 from manager.db.guarded import GuardedWriter
 from manager.db.records import AttemptRecord, WorkloadReader, WorkloadRecord
 from manager.db.session import SessionFactory, read_sessions
@@ -60,15 +61,15 @@ from manager.jobs import workload_copy
 from manager.metrics import ManagerMetrics
 from manager.remote.api_errors import status_message, status_reason
 from manager.remote.connection import (
-    JOB_CACHES,
     JOBS,
-    KINDS_BY_CACHE,
     LOCAL_QUEUES,
     WORKLOADS,
     ClusterConnection,
     ConnectionSettings,
     Key,
     Unreachable,
+    job_caches,
+    kinds_by_cache,
 )
 from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 
@@ -98,14 +99,17 @@ class DispatcherSettings:
 _UNSEEN: tuple[object, ...] = ("unseen",)
 
 
-def _signature(kind: str, obj: dict[str, Any] | None) -> tuple[object, ...] | None:
-    """The part of a remote object the reconcile acts on."""
+def _signature(
+    kind: str, obj: dict[str, Any] | None, kinds: Mapping[str, JobKind]
+) -> tuple[object, ...] | None:
+    """The part of a remote object (in the cache `kind`; `kinds`: each job cache's kind) the
+    reconcile acts on."""
     if obj is None:
         return None
     if kind == WORKLOADS:
         state = workload_copy_state(obj)
         return (state.admitted, state.finished, state.evicted_reason, state.uid, state.terminating)
-    job = job_state(KINDS_BY_CACHE[kind], obj)
+    job = job_state(kinds[kind], obj)
     return (job.finished, job.started, (obj.get("metadata") or {}).get("uid"))
 
 
@@ -144,16 +148,24 @@ class Dispatcher:
         settings: DispatcherSettings,
         clock: Clock,
         metrics: ManagerMetrics,
+        fence: Fence | None = None,
     ) -> None:
+        """`fence`: the epoch this replica leads under, when several may run (manager.leadership);
+        then every decision the dispatcher commits is refused once another replica leads."""
         self._sessions = sessions
+        fence = fence or Fence(enabled=False)
+        self._decide = functools.partial(deciding, sessions, fence)
         self._reads = read_sessions(sessions)
-        self.writer = GuardedWriter(sessions.kw["bind"])
+        self.writer = GuardedWriter(sessions.kw["bind"], fence)
         self._reader = WorkloadReader(sessions.kw["bind"])
         self._cipher = cipher
         self.settings = settings
         self._clock = clock
         self._metrics = metrics
         self.connections: dict[str, ClusterConnection] = {}
+        self._kinds = settings.connection.kinds
+        self._job_caches = job_caches(self._kinds)
+        self._kinds_by_cache = kinds_by_cache(self._kinds)
         self._queue: WorkQueue[int] = WorkQueue()
         self._rows = CoalescingLoader(self._reader.by_ids, window=settings.read_window_seconds)
         self._tasks: list[asyncio.Task[None]] = []
@@ -172,6 +184,8 @@ class Dispatcher:
         # Event-loop time of each workload's last reconcile; the resync skips recent ones.
         self._reconciled_at: dict[int, float] = {}
         self.started = False
+        # Stopped for good (a deposed leader's): the next term gets a new Dispatcher.
+        self.stopped = False
         self._change_listeners: list[Callable[[], None]] = []
         # Workload id -> when (loop time) its copy was first seen finished ahead of its Job.
         self._job_end_seen: dict[int, float] = {}
@@ -235,6 +249,7 @@ class Dispatcher:
         await asyncio.gather(*(c.stop() for c in self.connections.values()))
         self.connections.clear()
         self.started = False
+        self.stopped = True
 
     async def _periodic(self, seconds: float, action: Any) -> None:
         while True:
@@ -285,7 +300,7 @@ class Dispatcher:
         if connection is not None:
             if connection.ready:
                 with contextlib.suppress(Unreachable, ApiException):
-                    for kind in JOB_CACHES.values():
+                    for kind in self._job_caches.values():
                         for key in list(connection.caches[kind]):
                             await connection.delete_job(*key, kind=kind)
                     for key in list(connection.caches[WORKLOADS]):
@@ -313,7 +328,7 @@ class Dispatcher:
         """After a (re)list: remove stale copies first, then let the cluster take work again."""
         now = self._clock.now()
         await self._remove_stale_copies(connection)
-        async with self._sessions.begin() as session:
+        async with self._decide() as session:
             row = await cluster_queries.get_cluster(session, connection.name)
             was = row.state if row else None
             await cluster_queries.mark_connected(session, connection.name, now)
@@ -334,7 +349,7 @@ class Dispatcher:
         self, connection: ClusterConnection, state: str, reason: str, message: str
     ) -> None:
         now = self._clock.now()
-        async with self._sessions.begin() as session:
+        async with self._decide() as session:
             row = await cluster_queries.get_cluster(session, connection.name)
             if row is None:
                 return
@@ -366,7 +381,7 @@ class Dispatcher:
             return
         # Level-based, but only when something the reconcile reads changed: status churn that
         # does not (pending messages, pod counts) would only cost no-op reconciles.
-        signature = _signature(kind, obj)
+        signature = _signature(kind, obj, self._kinds_by_cache)
         marker = (connection.name, kind, key)
         before = self._signatures.get(marker, _UNSEEN)
         if before == signature:
@@ -500,7 +515,7 @@ class Dispatcher:
 
     def _has_copies(self, row: WorkloadRecord, conn: ClusterConnection) -> bool:
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
-        jobs = JOB_CACHES[row.kind]
+        jobs = self._job_caches[row.kind]
         copy_ = conn.caches[WORKLOADS].get(wkey)
         return (
             (copy_ is not None and not is_terminating(copy_))
@@ -525,7 +540,7 @@ class Dispatcher:
         pending = self._remote_ops.get((conn.name, wkey))
         if pending is not None and pending[1] is not asyncio.current_task():
             await asyncio.wait({pending[1]})
-        jobs = JOB_CACHES[row.kind]
+        jobs = self._job_caches[row.kind]
         if jkey in conn.caches[jobs] or (conn.name, jobs, jkey) in self._expected:
             await conn.delete_job(row.namespace, row.name, kind=jobs)
             self._expected.discard((conn.name, jobs, jkey))
@@ -543,7 +558,7 @@ class Dispatcher:
         """A finished or cancelled workload: record the end, remove every copy, forget it."""
         now = self._clock.now()
         if row.state not in states.FINAL_STATES:
-            async with self._sessions.begin() as session:
+            async with self._decide() as session:
                 fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
                 if fresh is None:
                     return
@@ -593,10 +608,10 @@ class Dispatcher:
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
         copy_live = wkey in conn.caches[WORKLOADS]
         copy_obj = conn.caches[WORKLOADS].get(wkey) or conn.tombstones[WORKLOADS].get(wkey)
-        jobs = JOB_CACHES[row.kind]
+        jobs = self._job_caches[row.kind]
         job_obj = conn.caches[jobs].get(jkey)
         grave = conn.tombstones[jobs].get(jkey) if job_obj is None else None
-        job_kind = KINDS_BY_CACHE[jobs]
+        job_kind = self._kinds_by_cache[jobs]
         if grave is not None and (not copy_live or job_state(job_kind, grave).finished):
             # A Job deleted after it finished (TTL) still tells how it ended, so it is never
             # created again. An unfinished grave next to a live copy may be an earlier
@@ -664,7 +679,7 @@ class Dispatcher:
                     self._queue.add(row.id)  # evicted or finished since the read
                     return
                 changes = {}
-            body = kind_named(row.kind).worker_copy(
+            body = self._kinds.named(row.kind).worker_copy(
                 row.manifest, workload_name=row.workload_name, origin=self.settings.origin
             )
             try:
@@ -737,7 +752,9 @@ class Dispatcher:
         )
         if await self.writer.write(finish) is None:
             return  # another finish recorded it first
-        self._metrics.finished.labels(cluster_queue=row.queue, result=result).inc()
+        self._metrics.finished_workload(
+            row.namespace, row.queue, row.priority_class, result, row.created_at, now
+        )
         self._changed()
         # The remote objects go now, without another read of the row this call just finished.
         await self._remove_remote(row, now, attempts_ended=True)
@@ -766,11 +783,11 @@ class Dispatcher:
             return False
         message = f"{conn.name} refused the {what}: {status_message(error)}"
         log.warning("workload %s/%s: %s", row.namespace, row.name, message)
-        self._metrics.refused.labels(cluster=conn.name, reason=reason).inc()
+        self._metrics.copy_refused(conn.name, reason)
         if row.cluster == conn.name:
             await self._delete_copies(row, conn)
         now = self._clock.now()
-        async with self._sessions.begin() as session:
+        async with self._decide() as session:
             fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
             if fresh is None or fresh.state in states.FINAL_STATES:
                 return True
@@ -801,7 +818,7 @@ class Dispatcher:
         self, ids: Iterable[int], cluster: str, reason: str, message: str, attempt_state: str
     ) -> None:
         now = self._clock.now()
-        async with self._sessions.begin() as session:
+        async with self._decide() as session:
             for workload_id in ids:
                 row = await workload_queries.get_workload_by_id(
                     session, workload_id, for_update=True
@@ -817,7 +834,9 @@ class Dispatcher:
                     attempt_state=attempt_state,
                     now=now,
                 ):
-                    self._metrics.evicted.labels(cluster_queue=row.queue, reason=reason).inc()
+                    self._metrics.evicted_on_worker(
+                        row.namespace, row.queue, row.priority_class, reason
+                    )
         self._changed()
 
     async def _dispatch(self, row: WorkloadRecord) -> None:
@@ -906,7 +925,7 @@ class Dispatcher:
             if name in ready and name not in targets:
                 self._remove_copies_soon(row, ready[name])
         body = workload_copy(
-            kind_named(row.kind),
+            self._kinds.named(row.kind),
             row.manifest,
             workload_name=row.workload_name,
             origin=self.settings.origin,
@@ -956,7 +975,7 @@ class Dispatcher:
         summary = waiting_summary(waits) if waits and len(waits) == len(active) else None
         if not changed and (summary is None or summary == row.message):
             return
-        async with self._sessions.begin() as session:
+        async with self._decide() as session:
             await workload_queries.note_waiting(session, row.id, changed, summary)
         self._changed()
 
@@ -967,10 +986,13 @@ class Dispatcher:
             await conn.create_workload(body)
         except ApiException as error:
             if not await self._refused(row, conn, error, "Workload copy"):
+                self._metrics.copy_failed(conn.name)
                 raise
             return
         self._expected.add((conn.name, WORKLOADS, (row.namespace, row.workload_name)))
-        self._metrics.dispatched.labels(cluster_queue=row.queue, cluster=conn.name).inc()
+        self._metrics.copy_sent(row.namespace, row.queue, conn.name)
+        if row.state == states.PENDING:
+            self._metrics.first_copy_sent(row.created_at, self._clock.now())
         self._note_sent(conn, row)
 
     async def _elect(self, row: WorkloadRecord, cluster: str) -> None:
@@ -980,9 +1002,8 @@ class Dispatcher:
         if not won:
             self._queue.add(row.id)  # someone else decided first: look at what they decided
             return
-        self._metrics.admitted.labels(cluster_queue=row.queue, cluster=cluster).inc()
-        self._metrics.wait_time.labels(cluster_queue=row.queue).observe(
-            max((now - row.created_at).total_seconds(), 0.0)
+        self._metrics.won(
+            row.namespace, row.queue, row.priority_class, cluster, row.created_at, now
         )
         # Go on from what the election wrote instead of reading it back: the other copies go
         # and the Job is created in this same reconcile.
@@ -1108,7 +1129,7 @@ class Dispatcher:
         committed, so any copy in this snapshot has its attempt visible to the query below.
         """
         workload_keys = list(conn.caches[WORKLOADS])
-        job_keys = [(kind, key) for kind in JOB_CACHES.values() for key in conn.caches[kind]]
+        job_keys = [(kind, key) for kind in self._job_caches.values() for key in conn.caches[kind]]
         if not workload_keys and not job_keys:
             return 0
         async with self._reads() as session:
@@ -1128,7 +1149,7 @@ class Dispatcher:
                 ).all()
             }
             allowed_jobs = {
-                (JOB_CACHES.get(kind, JOBS), (ns, name))
+                (self._job_caches.get(kind, JOBS), (ns, name))
                 for ns, name, kind in (
                     await session.execute(
                         select(WorkloadRow.namespace, WorkloadRow.name, WorkloadRow.kind).where(
@@ -1186,7 +1207,7 @@ class Dispatcher:
         )
         await self._evict_workloads(affected, name, reason, message, states.ATTEMPT_LOST)
         if mark_lost:
-            async with self._sessions.begin() as session:
+            async with self._decide() as session:
                 await cluster_queries.mark_lost(session, name)
                 await append_event(
                     session, at=self._clock.now(), kind="WorkerLost", message=message, cluster=name

@@ -27,7 +27,18 @@ from manager.dispatch.eviction import take_back
 class ReportOutcome:
     duplicate: bool
     touched: set[int] = field(default_factory=set)
-    finished: list[tuple[str, str]] = field(default_factory=list)  # (queue, result)
+    finished: list[Finished] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A workload the report finished, with what its metrics are labelled by."""
+
+    namespace: str
+    queue: str
+    priority_class: str | None
+    result: str
+    created_at: datetime
 
 
 class _Rows:
@@ -151,7 +162,9 @@ async def apply_report(
             )
         )
         outcome.touched.add(row.id)
-        outcome.finished.append((row.queue, finish.state))
+        outcome.finished.append(
+            Finished(row.namespace, row.queue, row.priority_class, finish.state, row.created_at)
+        )
     await append_events(session, events)
     for eviction in report.evictions:
         row = rows.get(eviction.namespace, eviction.name)

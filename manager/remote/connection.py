@@ -24,7 +24,7 @@ from kubernetes_asyncio.config import load_kube_config_from_dict
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
-from kueue_api.jobs import BATCH_JOB, KINDS, JobKind, kind_named, kind_of
+from kueue_api.jobs import BATCH_JOB, BUILT_IN, JobKind, JobKinds
 from kueue_api.jobs.base import MULTIKUEUE_ORIGIN_LABEL
 from manager import states
 from manager.dispatch.timing import reconnect_delay
@@ -36,13 +36,20 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]  # (namespace, name)
 
 WORKLOADS = "workloads"
-# The cache of each job kind the manager dispatches (WorkloadRow.kind -> its plural), and the
-# kind each of those caches holds.
-JOB_CACHES = {kind.resource.kind: kind.resource.plural for kind in KINDS}
-KINDS_BY_CACHE = {kind.resource.plural: kind for kind in KINDS}
 JOBS = BATCH_JOB.resource.plural
-# Kinds a cluster may not serve (their CRD is not installed): an empty cache, not a failure.
-OPTIONAL_KINDS = frozenset(cache for cache in KINDS_BY_CACHE if cache != JOBS)
+
+
+def job_caches(kinds: JobKinds) -> dict[str, str]:
+    """The cache of each job kind the manager dispatches (WorkloadRow.kind -> its plural)."""
+    return {kind.resource.kind: kind.resource.plural for kind in kinds}
+
+
+def kinds_by_cache(kinds: JobKinds) -> dict[str, JobKind]:
+    """The job kind each of those caches holds. Every kind but batch/v1 Job is optional: a
+    cluster that does not serve it (its CRD is not installed) has an empty cache of it."""
+    return {kind.resource.plural: kind for kind in kinds}
+
+
 LOCAL_QUEUES = "localqueues"
 # Last states of deleted objects kept per kind; the manager reads one within seconds of the
 # deletion, so this bounds memory without losing what it needs.
@@ -75,6 +82,8 @@ class ConnectionSettings:
     # within probe_timeout.
     probe_seconds: float = 10.0
     probe_timeout: float = 5.0
+    # The job kinds dispatched: the built-in ones and the Configuration's declared ones.
+    kinds: JobKinds = BUILT_IN
 
 
 # Environment variables aiohttp reads when trusting the environment (the agent's client skips
@@ -141,6 +150,9 @@ class ClusterConnection:
         self._settings = settings
         self._count_write = count_write
         self._bucket = TokenBucket(settings.qps, settings.burst)
+        # The job kinds it lists and writes, and the cache each lives in.
+        self.kinds = settings.kinds
+        self.kinds_by_cache = kinds_by_cache(settings.kinds)
         self._api: client.ApiClient | None = None
         self._task: asyncio.Task[None] | None = None
         # Set by a write that got no answer in time: the health probe asks at once instead of
@@ -158,13 +170,13 @@ class ClusterConnection:
             else {
                 LOCAL_QUEUES: None,
                 WORKLOADS: f"{MULTIKUEUE_ORIGIN_LABEL}={origin}",
-                **{cache: f"{MULTIKUEUE_ORIGIN_LABEL}={origin}" for cache in KINDS_BY_CACHE},
+                **{cache: f"{MULTIKUEUE_ORIGIN_LABEL}={origin}" for cache in self.kinds_by_cache},
             }
         )
         self.caches: dict[str, dict[Key, dict[str, Any]]] = {kind: {} for kind in self.selectors}
         # Last state of objects seen deleted (a Job removed by TTL still tells how it ended).
         self.tombstones: dict[str, dict[Key, dict[str, Any]]] = {
-            cache: {} for cache in (WORKLOADS, *KINDS_BY_CACHE)
+            cache: {} for cache in (WORKLOADS, *self.kinds_by_cache)
         }
         # Optional kinds the cluster answered 404 for at the last list; not watched.
         self.unserved: set[str] = set()
@@ -252,7 +264,7 @@ class ClusterConnection:
         if selector is not None:
             params["label_selector"] = selector
         custom = client.CustomObjectsApi(self._api)
-        job_kind = KINDS_BY_CACHE.get(kind)
+        job_kind = self.kinds_by_cache.get(kind)
         if job_kind is None:
             return await custom.list_cluster_custom_object(
                 KUEUE_GROUP, KUEUE_VERSION, kind, **params
@@ -268,14 +280,15 @@ class ClusterConnection:
             response = await self._list_call(
                 kind, _preload_content=False, _request_timeout=self._settings.request_timeout
             )
-            if response.status == 404 and kind in OPTIONAL_KINDS:
+            optional = kind in self.kinds_by_cache and kind != JOBS
+            if response.status == 404 and optional:
                 # Unread responses raise nothing: an unserved kind answers a 404 Status.
                 response.close()
                 raise ApiException(status=404, reason="NotFound")
             body = orjson.loads(await response.read())
         except ApiException as error:
-            if error.status != 404 or kind not in OPTIONAL_KINDS:
-                if error.status == 404 and kind not in KINDS_BY_CACHE:
+            if error.status != 404 or kind not in self.kinds_by_cache or kind == JOBS:
+                if error.status == 404 and kind not in self.kinds_by_cache:
                     raise Unreachable(
                         "KueueNotInstalled", f"the cluster does not serve {KUEUE_GROUP} {kind}"
                     ) from error
@@ -336,10 +349,12 @@ class ClusterConnection:
         versions = client.VersionApi(self._api)
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._probe_now.wait(), self._settings.probe_seconds)
+                async with asyncio.timeout(self._settings.probe_seconds):
+                    await self._probe_now.wait()
             self._probe_now.clear()
             try:
-                await asyncio.wait_for(versions.get_code(), self._settings.probe_timeout)
+                async with asyncio.timeout(self._settings.probe_timeout):
+                    await versions.get_code()
             except (aiohttp.ClientError, TimeoutError, OSError, ApiException) as error:
                 raise Unreachable(
                     "ClientConnectionFailed",
@@ -422,7 +437,8 @@ class ClusterConnection:
         self._count_write(self.name, verb)
         try:
             # A write to an API server that stopped answering must not hold its caller.
-            result = await asyncio.wait_for(call(), self._settings.request_timeout)
+            async with asyncio.timeout(self._settings.request_timeout):
+                result = await call()
             if isinstance(result, aiohttp.ClientResponse):
                 # Asked for with _preload_content=False: the answer is not needed, and turning
                 # it into the client's models (a V1Job, a V1Status) costs more than the call.
@@ -484,7 +500,12 @@ class ClusterConnection:
 
     async def create_job(self, body: dict[str, Any]) -> bool:
         """Create the copy of a job (of any kind of kueue_api.jobs); False when it exists."""
-        resource = _job_kind_of(body).resource
+        found = self._settings.kinds.of(body)
+        if found is None:  # the manager stores only supported kinds (manager.jobs.parse_job)
+            raise ValueError(
+                f"not a supported job kind: {body.get('apiVersion')} {body.get('kind')}"
+            )
+        resource = found.resource
         custom = client.CustomObjectsApi(self._api)
         try:
             await self._write(
@@ -505,9 +526,9 @@ class ClusterConnection:
             raise
 
     async def delete_job(self, namespace: str, name: str, kind: str = JOBS) -> None:
-        """Delete the copy of a job in the cache `kind` (JOB_CACHES) with its pods; gone is
+        """Delete the copy of a job in the cache `kind` (job_caches) with its pods; gone is
         fine."""
-        resource = KINDS_BY_CACHE[kind].resource
+        resource = self.kinds_by_cache[kind].resource
         custom = client.CustomObjectsApi(self._api)
         try:
             await self._write(
@@ -577,7 +598,8 @@ class ClusterConnection:
             call.close()
             raise
         try:
-            return await asyncio.wait_for(call, self._settings.request_timeout)
+            async with asyncio.timeout(self._settings.request_timeout):
+                return await call
         except ApiException as error:
             if error.status == 404 and missing_is_none:
                 return None
@@ -594,10 +616,10 @@ class ClusterConnection:
         if self._api is None:
             raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
         core = client.CoreV1Api(self._api)
-        label = kind_named(kind).pod_owner_label
+        selector = self._settings.kinds.named(kind).pod_selector(job_name)
 
         async def read() -> list[tuple[str, str]]:
-            pods = await core.list_namespaced_pod(namespace, label_selector=f"{label}={job_name}")
+            pods = await core.list_namespaced_pod(namespace, label_selector=selector)
             logs = []
             for pod in pods.items:
                 text = await core.read_namespaced_pod_log(pod.metadata.name, namespace)
@@ -607,17 +629,11 @@ class ClusterConnection:
         try:
             # One deadline for the whole read: a worker that stops answering mid-way must not
             # hold the caller (an API request) without end.
-            return await asyncio.wait_for(read(), self._settings.request_timeout)
+            async with asyncio.timeout(self._settings.request_timeout):
+                return await read()
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise Unreachable("ClientConnectionFailed", f"reading logs: {error!r}") from error
 
 
 class _InvalidKubeconfig(Exception):
     pass
-
-
-def _job_kind_of(body: dict[str, Any]) -> JobKind:
-    found = kind_of(body)
-    if found is None:  # the manager stores only supported kinds (manager.jobs.parse_job)
-        raise ValueError(f"not a supported job kind: {body.get('apiVersion')} {body.get('kind')}")
-    return found

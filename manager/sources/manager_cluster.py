@@ -34,7 +34,7 @@ from sqlalchemy.orm import load_only
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
 from kueue_api.documents import DocumentError, load_yaml
 from kueue_api.events import build_event
-from kueue_api.jobs import JobKind, kind_named
+from kueue_api.jobs import JobKind
 from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER, QUEUE_NAME_LABEL
 from kueue_api.jobs.checks import ManifestError
 from kueue_api.priority import PriorityClassNotFound, PriorityClassRef
@@ -51,11 +51,11 @@ from manager.jobs import parse_job, workload_name
 from manager.priority import job_priority
 from manager.remote.api_errors import status_message
 from manager.remote.connection import (
-    KINDS_BY_CACHE,
     WORKLOADS,
     ClusterConnection,
     Key,
     Unreachable,
+    kinds_by_cache,
 )
 from manager.remote.kubeconfig import KubeconfigError, load_kubeconfig
 from manager.runtime import ManagerRuntime
@@ -144,6 +144,7 @@ class ManagerClusterSource:
         self._runtime = runtime
         self._namespace = kueue_namespace
         self._interval = interval
+        self._kinds = runtime.settings.job_kinds()
         self._connection = ClusterConnection(
             "manager-cluster",
             kubeconfig,
@@ -152,7 +153,7 @@ class ManagerClusterSource:
             settings=runtime.settings.connection_settings(),
             selectors={
                 **{kind: None for kind in WATCHED_KINDS},
-                **dict.fromkeys(KINDS_BY_CACHE, QUEUE_NAME_LABEL),
+                **dict.fromkeys(kinds_by_cache(self._kinds), QUEUE_NAME_LABEL),
                 WORKLOADS: None,
             },
         )
@@ -230,7 +231,8 @@ class ManagerClusterSource:
         """A pass after every burst of changes (and every `interval` to be safe)."""
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval)
+                async with asyncio.timeout(self._interval):
+                    await self._wake.wait()
             await asyncio.sleep(0.05)  # let a burst of events land in the cache first
             self._wake.clear()
             if not self._connection.ready:
@@ -285,12 +287,16 @@ class ManagerClusterSource:
                 if checks.get(name):
                     cq_config[cq["metadata"]["name"]] = str(checks[name])
                     cq_check[cq["metadata"]["name"]] = str(name)
+        cluster_queues: dict[tuple[str, str], str] = {}
         for lq in self._list("localqueues"):
             target = (lq.get("spec") or {}).get("clusterQueue")
+            meta = lq["metadata"]
+            cluster_queues[(meta["namespace"], meta["name"])] = str(target or "")
             if target in cq_config:
-                meta = lq["metadata"]
                 topology.queue_to_config[(meta["namespace"], meta["name"])] = cq_config[target]
                 topology.queue_to_check[(meta["namespace"], meta["name"])] = cq_check[target]
+        # Kueue labels the MultiKueue metrics with the ClusterQueue, not the LocalQueue.
+        self._runtime.metrics.set_cluster_queues(cluster_queues)
         used = set(cq_config.values())
         for config in self._list("multikueueconfigs"):
             if config["metadata"]["name"] in used:
@@ -363,7 +369,7 @@ class ManagerClusterSource:
         for name in stored:
             if name not in topology.clusters:
                 await runtime.dispatcher.remove_cluster(name)
-                async with runtime.sessions.begin() as session:
+                async with runtime.decide() as session:
                     await cluster_queries.delete_cluster(session, name)
                 self._kubeconfig_digest.pop(name, None)
 
@@ -371,7 +377,7 @@ class ManagerClusterSource:
         runtime = self._runtime
         now = runtime.clock.now()
         encrypted = runtime.cipher.encrypt(text)
-        async with runtime.sessions.begin() as session:
+        async with runtime.decide() as session:
             row = await cluster_queries.get_cluster(session, name)
             if row is None:
                 await cluster_queries.add_cluster(
@@ -477,7 +483,8 @@ class ManagerClusterSource:
     # ---- jobs ---------------------------------------------------------------------------------
 
     async def _sync_jobs(self, topology: _Topology) -> None:
-        jobs = [job for cache in KINDS_BY_CACHE for job in self._list(cache)]
+        caches = self._connection.kinds_by_cache
+        jobs = [job for cache in caches for job in self._list(cache)]
         present: dict[tuple[str, str], dict[str, Any]] = {}
         for job in jobs:
             meta = job["metadata"]
@@ -534,20 +541,17 @@ class ManagerClusterSource:
         runtime = self._runtime
         meta = job["metadata"]
         try:
-            parsed = parse_job(job)
+            parsed = parse_job(job, self._kinds)
         except ManifestError as error:
             log.warning(
                 "Job %s/%s cannot be dispatched: %s", meta["namespace"], meta["name"], error
             )
             return
-        spec = job.get("spec") or {}
-        kind = kind_named(parsed.kind)
-        if not spec.get("suspend") and spec.get("managedBy") != MULTIKUEUE_CONTROLLER:
+        kind = self._kinds.named(parsed.kind)
+        if not kind.is_suspended(job) and kind.managed_by(job) != MULTIKUEUE_CONTROLLER:
             # Kueue's webhook would have suspended it at creation; do it now, before it runs here.
             with contextlib.suppress(ApiException):
-                await self._patch_job(
-                    kind, meta["namespace"], meta["name"], {"spec": {"suspend": True}}
-                )
+                await self._patch_job(kind, meta["namespace"], meta["name"], kind.suspend_patch())
         uid = str(meta.get("uid") or "")
         try:
             priority = await job_priority(parsed, self)
@@ -606,7 +610,7 @@ class ManagerClusterSource:
         remote = row.remote_status
         if remote is None:
             return
-        kind = kind_named(row.kind)
+        kind = self._kinds.named(row.kind)
         if not kind.status_mirrors_now(job, remote, winner=row.cluster):
             return
         digest = hashlib.sha256(json.dumps(remote, sort_keys=True).encode()).hexdigest()
@@ -682,12 +686,12 @@ class ManagerClusterSource:
             workload,
             check,
             rfc3339(self._runtime.clock.now()),
-            owner_managed=owner_is_managed(job) if job is not None else (True, ""),
+            owner_managed=owner_is_managed(job, self._kinds) if job is not None else (True, ""),
             external=external,
         )
         named = external_nominations(workload) if external and row.cluster is None else None
         if named is not None and named != (row.external_nominations or None):
-            async with self._runtime.sessions.begin() as session:
+            async with self._runtime.decide() as session:
                 await workload_queries.set_external_nominations(session, row.id, named)
             row.external_nominations = named
             self._runtime.dispatcher.enqueue(row.id)
@@ -725,7 +729,7 @@ class ManagerClusterSource:
         if manifest is None:
             return
         body = standalone_workload(
-            kind_named(row.kind),
+            self._kinds.named(row.kind),
             manifest,
             workload_name=row.workload_name,
             priority_class=PriorityClassRef.named(row.priority_class, row.priority_class_kind),
@@ -812,7 +816,7 @@ class ManagerClusterSource:
 
     async def _cancel(self, row: WorkloadRow, message: str) -> None:
         runtime = self._runtime
-        async with runtime.sessions.begin() as session:
+        async with runtime.decide() as session:
             fresh = await workload_queries.get_workload_by_id(session, row.id, for_update=True)
             if fresh is None or fresh.state in states.FINAL_STATES:
                 return

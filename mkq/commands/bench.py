@@ -215,3 +215,37 @@ def scheduler(
     spec = document.get("rangespec")
     if spec is not None and not spec["passed"]:
         sys.exit(1)
+
+
+@bench.command()
+@click.argument("directory", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--glob", "pattern", default="*.yaml", show_default=True, help="Which scenarios.")
+@click.option(
+    "--keep", type=click.Path(path_type=Path, file_okay=False), help="Keep Kueue's files."
+)
+def agree(directory: Path, pattern: str, keep: Path | None) -> None:
+    """Decide every scenario of DIRECTORY with mkq's engine and with Kueue itself.
+
+    Kueue v0.17.0 (bench/peers/kueue) runs on one real control plane, started once; see
+    bench/peers/kueue/oracle.py. Prints agree/differ per scenario (with the decisions that
+    differ) and ends with `A of N agree`. Exit 0 when all agree, 1 otherwise.
+    """
+    from bench.peers.kueue.agreement import compare
+    from bench.peers.kueue.oracle import oracle
+    from mkq.commands.simulate import simulate_paths
+
+    scenarios = sorted(directory.glob(pattern))
+    agreeing = 0
+    with oracle(keep) as kueue:
+        for outcome in compare(scenarios, lambda path: simulate_paths([path]), kueue.decide):
+            if outcome.agrees:
+                agreeing += 1
+                click.echo(f"agree   {outcome.scenario.name}")
+                continue
+            click.echo(f"differ  {outcome.scenario.name}")
+            if outcome.error is not None:
+                click.echo(f"    error: {outcome.error}")
+            for line in outcome.differences:
+                click.echo(f"    {line}")
+    click.echo(f"{agreeing} of {len(scenarios)} agree")
+    sys.exit(0 if agreeing == len(scenarios) else 1)

@@ -105,11 +105,22 @@ def _print_access(console: Console, system: DemoSystem) -> None:
     console.print(
         f'  curl -H "Authorization: Bearer {system.api_token}" {system.api_url}/api/v1/workloads'
     )
+    console.print(
+        f'  curl -H "Authorization: Bearer {system.api_token}" {system.api_url}/metrics'
+        "  # the manager's metrics"
+    )
     for name, cluster in system.clusters.items():
         console.print(f"  # {name}")
         console.print(
             f"  kubectl --kubeconfig {cluster.kubeconfig_path} get clusterqueues,workloads -A"
         )
+    agents = [*system.agents, *([system.manager_kueue] if system.manager_kueue else [])]
+    for agent in agents:
+        if agent.health_port is not None:
+            console.print(
+                f"  curl http://127.0.0.1:{agent.health_port}/metrics"
+                f"  # the agent of {agent.config.cluster_name}"
+            )
 
 
 async def _wait_for_interrupt() -> None:

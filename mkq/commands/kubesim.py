@@ -122,7 +122,8 @@ async def _serve(spec: ClusterSpec, kubeconfig_out: str | None, console: Console
         with Live(_status(cluster), console=console, refresh_per_second=2, transient=True) as live:
             while not stop.is_set():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 1.0)
+                    async with asyncio.timeout(1.0):
+                        await stop.wait()
                 live.update(_status(cluster))
         console.print("stopping")
     finally:

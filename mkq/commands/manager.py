@@ -85,7 +85,8 @@ def _split_listen(listen: str) -> tuple[str, int]:
     default=None,
     help="A Kueue Configuration (config.kueue.x-k8s.io/v1beta2) whose multiKueue section "
     "sets gcInterval, origin, workerLostTimeout, dispatcherName and "
-    "incrementalDispatcherConfig; MKQ_* variables override it (env: MKQ_CONFIG).",
+    "incrementalDispatcherConfig, and whose integrations.declarativeKinds declares job kinds "
+    "by their paths; MKQ_* variables override it (env: MKQ_CONFIG).",
 )
 def serve(
     database_url: str,
@@ -108,7 +109,7 @@ def serve(
     from manager.db.schema import SchemaNotMigrated, require_migrated
     from manager.db.session import make_engine, redact
     from manager.runtime import ManagerRuntime
-    from manager.server import api_server_config
+    from manager.server import advertised, api_server_config
     from manager.settings import configuration_warnings, load_settings
     from mkq.profiling import profiled
 
@@ -165,6 +166,7 @@ def serve(
     except OSError as error:
         _fail(f"cannot reach the database: {error}")
 
+    settings = advertised(settings, host, port)
     app = create_app(lambda: ManagerRuntime.open(settings, None, manager_kubeconfig))
     console.print(f"manager listening on http://{host}:{port} (OpenAPI at /openapi.json)")
     with profiled("manager"):

@@ -296,7 +296,7 @@ async def start_system(
         # Kueue on the manager cluster: its queues and quota hold every job until there is
         # room, then the manager's MultiKueue check dispatches it (as Kueue's MultiKueue).
         manager_kueue = Agent(
-            AgentConfig(cluster_name=MANAGER, webhook=agent_webhooks(_free_port())),
+            AgentConfig(cluster_name=MANAGER, webhook=agent_webhooks(_free_port()), metrics_port=0),
             clients[MANAGER],
         )
         await manager_kueue.start()
@@ -311,6 +311,7 @@ async def start_system(
                 report_interval=0.5,
                 # Kueue's webhooks: a Job is suspended, a Pod gated, when it is created.
                 webhook=agent_webhooks(_free_port()),
+                metrics_port=0,  # /metrics on a free port, printed by --keep-running
             )
             agent = Agent(config, clients[name])
             await agent.start()

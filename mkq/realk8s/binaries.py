@@ -36,10 +36,11 @@ class GoModule:
     directory: str
     module: str
     programs: tuple[str, ...]  # package paths of the `tool` lines
+    root: Path = MODULES  # the folder holding `directory`
 
     @property
     def path(self) -> Path:
-        return MODULES / self.directory
+        return self.root / self.directory
 
     @property
     def version(self) -> str:
@@ -90,9 +91,73 @@ PROVISIONING_REQUEST_CRD = (
 JOBSET = GoModule("jobset", "sigs.k8s.io/jobset", ("sigs.k8s.io/jobset",))
 JOBSET_CRD = (JOBSET, "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml")
 JOBSET_WEBHOOKS = (JOBSET, "config/components/webhook/manifests.yaml")
-MODULE_FILES = (PROVISIONING_REQUEST_CRD, JOBSET_CRD, JOBSET_WEBHOOKS)
-# Programs beside the control planes (the real operators of job kinds), built on demand.
-PEERS = (JOBSET,)
+# Kubeflow's training operator (the v1 jobs: PyTorchJob, TFJob, JAXJob, PaddleJob,
+# XGBoostJob), its CRDs and webhook configuration, from one module. Its MPIJob v1 is left out:
+# Kueue runs MPIJob v2beta1 of the MPI operator under the same name.
+TRAINING_OPERATOR = GoModule(
+    "training-operator",
+    "github.com/kubeflow/training-operator",
+    ("github.com/kubeflow/training-operator/cmd/training-operator.v1",),
+)
+KUBEFLOW_PLURALS = ("pytorchjobs", "tfjobs", "jaxjobs", "paddlejobs", "xgboostjobs")
+KUBEFLOW_CRDS = tuple(
+    (TRAINING_OPERATOR, f"manifests/base/crds/kubeflow.org_{plural}.yaml")
+    for plural in KUBEFLOW_PLURALS
+)
+KUBEFLOW_WEBHOOKS = (TRAINING_OPERATOR, "manifests/base/webhook/manifests.yaml")
+# Kubeflow's MPI operator (MPIJob kubeflow.org/v2beta1, the version Kueue runs), and its CRD,
+# from one module. It has no webhooks.
+MPI_OPERATOR = GoModule(
+    "mpi-operator",
+    "github.com/kubeflow/mpi-operator",
+    ("github.com/kubeflow/mpi-operator/cmd/mpi-operator",),
+)
+MPIJOB_CRD = (MPI_OPERATOR, "manifests/base/kubeflow.org_mpijobs.yaml")
+# KubeRay's ray-operator (RayJob and RayCluster ray.io/v1, the kinds Kueue runs), and its
+# CRDs, from one module: RayService's too, which its controller waits for (and exits without).
+# Its webhooks are off by default, as in its Helm chart.
+KUBERAY = GoModule(
+    "kuberay",
+    "github.com/ray-project/kuberay/ray-operator",
+    ("github.com/ray-project/kuberay/ray-operator",),
+)
+RAY_PLURALS = ("rayclusters", "rayjobs", "rayservices")
+RAY_CRDS = tuple((KUBERAY, f"config/crd/bases/ray.io_{plural}.yaml") for plural in RAY_PLURALS)
+MODULE_FILES = (
+    PROVISIONING_REQUEST_CRD,
+    JOBSET_CRD,
+    JOBSET_WEBHOOKS,
+    *KUBEFLOW_CRDS,
+    KUBEFLOW_WEBHOOKS,
+    MPIJOB_CRD,
+    *RAY_CRDS,
+)
+# Kueue itself, the peer the benchmarks and the decision oracle hold mkq against
+# (bench/peers/kueue/go.mod pins the release); its CRDs come from the same module.
+KUEUE = GoModule(
+    "kueue", "sigs.k8s.io/kueue", ("sigs.k8s.io/kueue/cmd/kueue",), root=REPO / "bench" / "peers"
+)
+KUEUE_CRD_PLURALS = (
+    "admissionchecks",
+    "clusterqueues",
+    "cohorts",
+    "localqueues",
+    "multikueueclusters",
+    "multikueueconfigs",
+    "provisioningrequestconfigs",
+    "resourceflavors",
+    "topologies",
+    "workloadpriorityclasses",
+    "workloads",
+)
+KUEUE_CRDS = tuple(
+    (KUEUE, f"config/components/crd/bases/kueue.x-k8s.io_{plural}.yaml")
+    for plural in KUEUE_CRD_PLURALS
+)
+# Programs beside the control planes: the real operators of job kinds, and Kueue itself (the
+# oracle's and the benchmarks' peer). `mkq realk8s build` builds them all before the tests, so
+# no test's deadline pays for a cold build (Kueue's takes about 5 minutes).
+PEERS = (JOBSET, TRAINING_OPERATOR, MPI_OPERATOR, KUBERAY, KUEUE)
 # The program names the cluster starter asks for, and the module each comes from.
 PROGRAMS = {
     "etcd": ETCD,
@@ -196,7 +261,7 @@ def ensure_control_plane() -> dict[str, Path]:
 
 
 def ensure_peers() -> dict[str, Path]:
-    """Every program of PEERS (the job kinds' own operators), built or found in the cache."""
+    """Every program of PEERS (the job kinds' own operators, Kueue), built or found cached."""
     found: dict[str, Path] = {}
     for module in PEERS:
         directory = ensure_built(module)

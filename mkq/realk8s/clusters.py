@@ -21,7 +21,7 @@ import socket
 import ssl
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,7 +78,7 @@ class RealCluster:
         return httpx.Client(base_url=self.server, verify=context, timeout=timeout)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -178,8 +178,40 @@ def log_tail(log: Path, lines: int = 15) -> str:
     return ""
 
 
+def wait_until_ready(
+    ready: Callable[[], bool],
+    process: subprocess.Popen[bytes],
+    log: Path,
+    *,
+    program: str,
+    readiness: str,
+    timeout: float = 120.0,
+) -> None:
+    """Poll `ready()` until it holds, for a program run beside a control plane (a job kind's
+    operator): ClusterStartError with its log's tail when it exits or `timeout` passes first."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if process.poll() is not None:
+            raise ClusterStartError(
+                f"{program} exited ({process.returncode}); see {log}:\n{log_tail(log)}"
+            )
+        if time.monotonic() > deadline:
+            raise ClusterStartError(f"{readiness} not in time; see {log}:\n{log_tail(log)}")
+        time.sleep(0.5)
+
+
+def stop_process(process: subprocess.Popen[bytes], grace: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL when it has not ended within `grace` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def _start_etcd(launcher: _Launcher, programs: dict[str, Path]) -> str:
-    client_port, peer_port = _free_port(), _free_port()
+    client_port, peer_port = free_port(), free_port()
     client = f"http://127.0.0.1:{client_port}"
     peer = f"http://127.0.0.1:{peer_port}"
     process = launcher.start(
@@ -397,7 +429,7 @@ def start_clusters(
         apiservers: dict[str, subprocess.Popen[bytes]] = {}
         components: dict[str, dict[str, subprocess.Popen[bytes]]] = {}
         for name in names:
-            cluster = RealCluster(name, _free_port(), directory / name)
+            cluster = RealCluster(name, free_port(), directory / name)
             create_pki(cluster.pki.directory, name)
             clusters[name] = cluster
             apiservers[name] = _start_apiserver(launcher, programs, cluster, etcd)
@@ -489,3 +521,18 @@ def clusters_running(directory: Path, names: Sequence[str]) -> Iterator[dict[str
         yield clusters
     finally:
         stop_clusters(directory)
+
+
+def kubectl(cluster: RealCluster, *args: str, stdin: str | None = None) -> str:
+    """kubectl on `cluster` as its admin; ClusterStartError with its stderr if it fails."""
+    result = subprocess.run(
+        ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise ClusterStartError(f"{cluster.name}: kubectl {args[0]}: {result.stderr.strip()}")
+    return result.stdout

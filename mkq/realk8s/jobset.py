@@ -13,10 +13,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
-import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,15 @@ import yaml
 
 from kueue_api.certs import new_ca, new_serving
 from mkq.realk8s.binaries import JOBSET_CRD, JOBSET_WEBHOOKS, ensure_peers, module_file
-from mkq.realk8s.clusters import DIE_WITH_PARENT, ClusterStartError, RealCluster, log_tail
+from mkq.realk8s.clusters import (
+    DIE_WITH_PARENT,
+    ClusterStartError,
+    RealCluster,
+    free_port,
+    kubectl,
+    stop_process,
+    wait_until_ready,
+)
 
 READY_TIMEOUT = 90.0
 CERT_VALIDITY = datetime.timedelta(days=1)
@@ -38,39 +45,18 @@ _JOBSET_PODS = {
 WEBHOOK_CONFIGURATION_PREFIX = "jobset-"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _kubectl(cluster: RealCluster, *args: str, stdin: str | None = None) -> str:
-    result = subprocess.run(
-        ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise ClusterStartError(f"{cluster.name}: kubectl {args[0]}: {result.stderr.strip()}")
-    return result.stdout
-
-
-def install_jobset_crd(cluster: RealCluster) -> None:
-    """JobSet's CRD from its module, applied as a user applies it, and served."""
-    crd = module_file(*JOBSET_CRD)
-    _kubectl(cluster, "apply", "--server-side", f"--filename={crd}")
+def apply_established(cluster: RealCluster, files: Sequence[Path], crds: Sequence[str]) -> None:
+    """CRD `files` applied as a user applies them, then `crds` (their names) served."""
+    kubectl(cluster, "apply", "--server-side", *(f"--filename={file}" for file in files))
     deadline = time.monotonic() + READY_TIMEOUT
     while True:
-        # Until the CRD has conditions at all, `kubectl wait` fails rather than waits.
+        # Until a CRD has conditions at all, `kubectl wait` fails rather than waits.
         try:
-            _kubectl(
+            kubectl(
                 cluster,
                 "wait",
                 "--for=condition=Established",
-                "crd/jobsets.jobset.x-k8s.io",
+                *(f"crd/{name}" for name in crds),
                 "--timeout=30s",
             )
             return
@@ -78,6 +64,11 @@ def install_jobset_crd(cluster: RealCluster) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def install_jobset_crd(cluster: RealCluster) -> None:
+    """JobSet's CRD from its module, applied as a user applies it, and served."""
+    apply_established(cluster, [module_file(*JOBSET_CRD)], ["jobsets.jobset.x-k8s.io"])
 
 
 def webhook_configurations(url: str, ca_bundle: bytes) -> list[dict[str, Any]]:
@@ -147,9 +138,9 @@ def jobset_controller(cluster: RealCluster, directory: Path) -> Iterator[None]:
     serving = new_serving(ca, ["127.0.0.1", "localhost"], now, CERT_VALIDITY)
     (cert_dir / "tls.crt").write_bytes(serving.cert_pem)
     (cert_dir / "tls.key").write_bytes(serving.key_pem)
-    port = _free_port()
+    port = free_port()
     config = directory / "jobset-config.yaml"
-    config.write_text(yaml.safe_dump(_configuration(port, cert_dir, _free_port())))
+    config.write_text(yaml.safe_dump(_configuration(port, cert_dir, free_port())))
     log = directory / "jobset.log"
     with log.open("ab") as out:
         process = subprocess.Popen(
@@ -166,37 +157,30 @@ def jobset_controller(cluster: RealCluster, directory: Path) -> Iterator[None]:
         )
     configurations = webhook_configurations(f"https://127.0.0.1:{port}", ca.cert_pem)
     try:
-        _kubectl(
+        kubectl(
             cluster,
             "apply",
             "--server-side",
             "--filename=-",
             stdin=yaml.safe_dump_all(configurations),
         )
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not _answers(cluster):
-            if process.poll() is not None:
-                raise ClusterStartError(
-                    f"the JobSet controller exited ({process.returncode}); see {log}:\n"
-                    f"{log_tail(log)}"
-                )
-            if time.monotonic() > deadline:
-                raise ClusterStartError(f"JobSet's webhooks not answering in time; see {log}")
-            time.sleep(0.5)
+        wait_until_ready(
+            lambda: _answers(cluster),
+            process,
+            log,
+            program="the JobSet controller",
+            readiness="JobSet's webhooks answering",
+            timeout=READY_TIMEOUT,
+        )
         yield
     finally:
         for configuration in configurations:
             kind = configuration["kind"].lower()
             with contextlib.suppress(ClusterStartError):
-                _kubectl(
+                kubectl(
                     cluster, "delete", kind, configuration["metadata"]["name"], "--ignore-not-found"
                 )
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def _answers(cluster: RealCluster) -> bool:

@@ -17,6 +17,7 @@ import subprocess
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -71,11 +72,26 @@ def docker_works() -> bool:
     return result.returncode == 0
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """kind rolls the manager out for each test's settings: give every test ten minutes."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """kind rolls the manager out for each test's settings: give every test ten minutes.
+
+    A test marked `backends("real", reason=...)` needs what only those backends run (a job
+    kind's real operator, which kubesim does not emulate): on any other it is deselected, not
+    collected and skipped, so a run says what it ran and nothing more."""
+    kept, dropped = [], []
     for item in items:
+        marker = item.get_closest_marker("backends")
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("backend_name") if callspec is not None else None
+        if marker is not None and backend is not None and backend not in marker.args:
+            dropped.append(item)
+            continue
+        kept.append(item)
         if item.nodeid.startswith("tests/e2e/") and "[kind]" in item.nodeid:
             item.add_marker(pytest.mark.timeout(600))
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 async def _empty(url: str) -> None:
@@ -120,6 +136,22 @@ def _environment(name: str) -> Any:
     return _environments[name]
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Bring up the session's real (or kind) clusters before the first test that runs on them:
+    starting control planes and operators is no one test's time, and must not count against
+    the timeout of whichever test happens to come first."""
+    if session.config.option.collectonly:
+        return
+    wanted = set()
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("backend_name") if callspec is not None else None
+        if backend in ("real", "kind"):
+            wanted.add(backend)
+    for name in sorted(wanted):
+        _environment(name)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     kind = _environments.pop("kind", None)
     if kind is not None:
@@ -151,10 +183,17 @@ StartSystem = Callable[..., AbstractAsyncContextManager[System]]
 
 @pytest.fixture
 def start_system(backend: Backend) -> StartSystem:
-    """`async with start_system(dispatcher="BestFit") as system:` (ManagerSettings names)."""
+    """`async with start_system(dispatcher="BestFit") as system:` (ManagerSettings names);
+    `configuration=` and `crds=` as SystemOptions takes them."""
 
-    def start(**manager: str | int | float) -> AbstractAsyncContextManager[System]:
-        return backend.system(SystemOptions(manager=manager))
+    def start(
+        *,
+        configuration: Path | None = None,
+        crds: tuple[Path, ...] = (),
+        **manager: str | int | float,
+    ) -> AbstractAsyncContextManager[System]:
+        options = SystemOptions(manager=manager, configuration=configuration, crds=crds)
+        return backend.system(options)
 
     return start
 

@@ -431,14 +431,7 @@ class AdmissionCheckRunner:
             (find_condition(written, wl.QUOTA_RESERVED) or {}).get("lastTransitionTime")
         )
         waited = max(0.0, (now - reserved).total_seconds()) if reserved else 0.0
-        priority_class = str(
-            ((written.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
-        )
-        self._metrics.admitted_workloads.labels(cq, priority_class).inc()
-        self._metrics.admission_wait_time.labels(cq, priority_class).observe(
-            wl.queued_for(written, now)
-        )
-        self._metrics.admission_checks_wait_time.labels(cq, priority_class).observe(waited)
+        self._metrics.admitted(written, cq, (), wl.queued_for(written, now), waited)
         self._recorder.normal(
             written,
             "Admitted",
@@ -454,10 +447,7 @@ class AdmissionCheckRunner:
         if written is None:
             return
         cq = wl.cluster_queue_of(written) or ""
-        priority_class = str(
-            ((written.get("spec") or {}).get("priorityClassRef") or {}).get("name", "")
-        )
-        self._metrics.evicted_workloads.labels(cq, wl.ADMISSION_CHECK, "", priority_class).inc()
+        self._metrics.evicted(written, cq, wl.ADMISSION_CHECK, "", now)
         self._recorder.normal(written, "EvictedDueToAdmissionCheck", message)
 
     async def _reject(self, key: str, workload: JsonObject, now: datetime) -> None:

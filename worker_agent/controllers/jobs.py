@@ -25,6 +25,7 @@ from kueue_api.jobs.base import (
     Finish,
     JobKind,
     PodSetInfo,
+    owned_by_managed_kind,
     takes_default_queue,
     with_default_queue,
 )
@@ -126,17 +127,19 @@ class JobController:
         default_queue = self._informers.cache(LOCAL_QUEUES).get(
             f"{(job.get('metadata') or {}).get('namespace')}/{DEFAULT_LOCAL_QUEUE}"
         )
-        if takes_default_queue(job, default_queue, self._managed_kinds):
-            kinds = self._managed_kinds
+        kinds, integration = self._managed_kinds, self.integration
+        if takes_default_queue(job, default_queue, kinds, integration):
             await self._writer.update(
                 self.rt,
                 key,
                 lambda j: (
-                    with_default_queue(j) if takes_default_queue(j, default_queue, kinds) else None
+                    with_default_queue(j)
+                    if takes_default_queue(j, default_queue, kinds, integration)
+                    else None
                 ),
             )
             return None  # the label change comes back through the watch
-        if not self.integration.is_managed(job):
+        if not self.integration.is_managed(job) or owned_by_managed_kind(job, kinds):
             return None
         if (job.get("metadata") or {}).get("deletionTimestamp"):
             return None
@@ -185,7 +188,7 @@ class JobController:
         pod_sets = integration.pod_sets(job)
         priority = wl.workload_priority(
             integration.priority_class_name(job),
-            pod_sets,
+            integration.pod_priority_class_name(job),
             self._informers.cache(WORKLOAD_PRIORITY_CLASSES),
             self._informers.cache(PRIORITY_CLASSES),
         )
@@ -218,8 +221,7 @@ class JobController:
             expected = self.integration.run(job, infos)
         except ValueError:
             return False
-        running = {**job, "spec": {**(job.get("spec") or {}), "suspend": False}}
-        return expected != running
+        return expected != self.integration.resumed(job)
 
     def _flavors(self) -> dict[str, JsonObject]:
         return {

@@ -21,7 +21,7 @@ from kueue_api.jobs.base import (
     PodSetInfo,
     labels_of,
 )
-from kueue_api.priority import PriorityClassNotFound
+from kueue_api.priority import PriorityClassNotFound, pod_priority_class_name
 from kueue_api.workload_names import workload_name_for_owner
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
@@ -79,6 +79,12 @@ class PodGroupController:
     def keys_for_workload(self, change: Change) -> list[str]:
         keys: set[str] = set()
         for obj in (change.old, change.new):
+            # A group whose Workload was built for it (prebuilt, owned by the pods' parent)
+            # is found by the group's name, which is the Workload's.
+            meta = (obj or {}).get("metadata") or {}
+            group = f"{meta.get('namespace')}/group/{meta.get('name')}"
+            if obj and self._pods.by_index(_GROUP_INDEX, group):
+                keys.add(group)
             for ref in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []:
                 if ref.get("kind") == "Pod" and ref.get("apiVersion") == "v1":
                     for pod in self._pods.by_index(_UID_INDEX, str(ref.get("uid"))):
@@ -139,12 +145,14 @@ class PodGroupController:
         live = [p for p in members if not pods_api.is_terminal(p)]
         if len(members) < expected or not live:
             return None  # wait for the whole group
+        if pods_api.prebuilt_workload_name(members) is not None:
+            return None  # its parent's reconciler builds the Workload
         first = members[0]
         labels = labels_of(first)
         pod_sets = pods_api.pod_sets(members)
         priority = wl.workload_priority(
             labels.get(PRIORITY_CLASS_LABEL) or None,
-            pod_sets,
+            pod_priority_class_name(pod_sets),
             self._informers.cache(WORKLOAD_PRIORITY_CLASSES),
             self._informers.cache(PRIORITY_CLASSES),
         )

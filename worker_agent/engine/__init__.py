@@ -47,6 +47,8 @@ Public API (stable; the worker agent and `mkq simulate` use only this):
 - Transitions the owner reports: `state.finish_workload(key)` (finished or deleted: quota is
   released and the cohort's inadmissible workloads are retried), `state.evict_workload(key)`
   (back to pending), `state.forget_admission(key)` (an admission could not be written).
+- `pending_positions(state, cluster_queue)`: its pending Workloads in queue order, with
+  their positions in the ClusterQueue and their LocalQueue (Kueue's visibility API).
 - `run_until_quiescent(state, now)`: cycles until idle (what `mkq simulate` does).
 - Status as Kueue writes it: `cluster_queue_status(state, name)`,
   `local_queue_status(state, namespace, name)`; `simulation_report(state)` gives the
@@ -108,8 +110,10 @@ from worker_agent.engine.model import (
 )
 from worker_agent.engine.quiescence import NoQuiescence, run_until_quiescent
 from worker_agent.engine.report import (
+    PendingPosition,
     cluster_queue_status,
     local_queue_status,
+    pending_positions,
     simulation_report,
 )
 from worker_agent.engine.state import EngineState
@@ -126,6 +130,7 @@ __all__ = [
     "EngineState",
     "Eviction",
     "NoQuiescence",
+    "PendingPosition",
     "PendingUpdate",
     "PodSetAssignment",
     "StateBuilder",
@@ -140,6 +145,7 @@ __all__ = [
     "local_queue_status",
     "local_queue_status_to_api",
     "pending_condition",
+    "pending_positions",
     "quota_reserved_condition",
     "retry_time",
     "run_until_quiescent",

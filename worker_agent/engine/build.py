@@ -532,13 +532,21 @@ def workload_from(
         held=(
             ("Misconfigured", devices.error)
             if devices is not None and devices.error is not None and admission is None
-            else None
+            else _on_hold(reserved)
         ),
         evicted=admission is not None and evicted is not None and evicted.status == "True",
         pods_ready=pods_ready is not None and pods_ready.status == "True",
         replaces=replaced_slice(obj),
         admission_checks=_check_states(obj),
     )
+
+
+def _on_hold(reserved: Any) -> tuple[str, str] | None:
+    """Kueue's workload.IsOnHold (QuotaReserved=False, reason OnHold: a StatefulSet scaled to
+    zero): kept out of every queue until its owner takes the hold off."""
+    if reserved is None or reserved.status != "False" or reserved.reason != "OnHold":
+        return None
+    return ("OnHold", str(reserved.message or ""))
 
 
 def replaced_slice(obj: api.Workload) -> str | None:

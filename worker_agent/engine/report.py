@@ -219,3 +219,47 @@ def local_queue_status(state: EngineState, namespace: str, name: str) -> LocalQu
         ),
         flavors_usage=_flavor_views(state, lq.cluster_queue, admitted, False) if has_cq else (),
     )
+
+
+@dataclass(frozen=True)
+class PendingPosition:
+    """One pending Workload of a ClusterQueue where Kueue's visibility API places it
+    (`apis/visibility/v1beta2` PendingWorkload: positionInClusterQueue and
+    positionInLocalQueue, both from 0)."""
+
+    namespace: str
+    name: str
+    local_queue: str
+    priority: int
+    position_in_cluster_queue: int
+    position_in_local_queue: int
+
+
+def pending_positions(state: EngineState, cluster_queue: str) -> list[PendingPosition]:
+    """The pending Workloads of a ClusterQueue in the order its next cycles take them (the
+    heap's order, inadmissible ones included, as Kueue's pending-workloads view lists them),
+    each with its place in the ClusterQueue and in its LocalQueue; [] for an unknown queue.
+    A state fed but not yet scheduled holds its Workloads parked: the structure is brought up
+    to date first, as a cycle would."""
+    state.ensure_structure()
+    cq = state.cluster_queues.get(cluster_queue)
+    if cq is None:
+        return []
+    in_local_queue: dict[tuple[str, str], int] = {}
+    positions = []
+    for index, info in enumerate(cq.queue.heap_order()):
+        spec = info.spec
+        local = (spec.namespace, spec.queue_name)
+        local_index = in_local_queue.get(local, 0)
+        in_local_queue[local] = local_index + 1
+        positions.append(
+            PendingPosition(
+                namespace=spec.namespace,
+                name=spec.name,
+                local_queue=spec.queue_name,
+                priority=spec.priority,
+                position_in_cluster_queue=index,
+                position_in_local_queue=local_index,
+            )
+        )
+    return positions

@@ -61,7 +61,7 @@ async def register_cluster(request: Request, runtime: Runtime, _: User) -> Clust
     token = new_token()
     now = runtime.clock.now()
     try:
-        async with runtime.sessions.begin() as session:
+        async with runtime.decide() as session:
             if await queries.get_cluster(session, body.name) is not None:
                 raise ApiError(
                     409, "AlreadyExists", f"cluster {body.name!r} already exists", "name"
@@ -124,7 +124,7 @@ async def delete_cluster(name: ClusterName, runtime: Runtime, _: User) -> Respon
         if await queries.get_cluster(session, name) is None:
             raise ApiError(404, "NotFound", f"cluster {name!r} not found", "name")
     await runtime.dispatcher.remove_cluster(name)
-    async with runtime.sessions.begin() as session:
+    async with runtime.decide() as session:
         await queries.delete_cluster(session, name)
         await append_event(
             session, at=runtime.clock.now(), kind="ClusterDeleted", message="deleted", cluster=name
@@ -144,7 +144,7 @@ async def rotate_token(name: ClusterName, runtime: Runtime, _: User) -> ClusterC
     Clusters defined by MultiKueueCluster objects get their agent token this way.
     """
     token = new_token()
-    async with runtime.sessions.begin() as session:
+    async with runtime.decide() as session:
         row = await queries.get_cluster(session, name)
         if row is None:
             raise ApiError(404, "NotFound", f"cluster {name!r} not found", "name")

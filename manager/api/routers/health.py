@@ -21,13 +21,14 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz", responses=error_responses(503))
 async def readyz(runtime: Runtime) -> dict[str, str]:
-    """Ready when the database answers and the dispatcher runs."""
+    """Ready when the database answers and, on the leader, the dispatcher runs (a standby is
+    ready to forward to the leader: manager.api.forwarding)."""
     try:
         async with runtime.sessions() as session:
             await session.execute(text("SELECT 1"))
     except Exception as error:
         raise ApiError(503, "DatabaseUnavailable", f"database: {type(error).__name__}") from error
-    if not runtime.dispatcher.started:
+    if runtime.leading and not runtime.dispatcher.started:
         raise ApiError(503, "NotStarted", "the dispatcher is not running")
     return {"status": "ready"}
 
@@ -37,10 +38,5 @@ async def metrics(runtime: Runtime, _: MetricsReader) -> Response:
     """Prometheus metrics, for the API token or MKQ_METRICS_TOKEN (MKQ_METRICS_PUBLIC: anyone)."""
     async with runtime.sessions() as session:
         rows = await queries.pending_by_queue(session)
-    runtime.metrics.pending.clear()
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row.queue] = counts.get(row.queue, 0) + 1
-    for queue, count in counts.items():
-        runtime.metrics.pending.labels(cluster_queue=queue, status="active").set(count)
+    runtime.metrics.set_pending((row.namespace, row.queue, 1) for row in rows)
     return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -44,7 +44,7 @@ async def receive_report(
         raise invalid_body(error, "the report") from error
     now = runtime.clock.now()
     try:
-        async with runtime.sessions.begin() as session:
+        async with runtime.decide() as session:
             outcome = await apply_report(
                 session, name, report, now, runtime.dispatcher.stale_copy_reader(name)
             )
@@ -54,11 +54,13 @@ async def receive_report(
     runtime.metrics.reports.labels(cluster=name, duplicate=str(outcome.duplicate).lower()).inc()
     if not outcome.duplicate:
         if report.capacity is not None:
-            runtime.dispatcher.capacity_reported(
-                name, [c.model_dump(by_alias=True) for c in report.capacity], now
+            capacity = [c.model_dump(by_alias=True) for c in report.capacity]
+            runtime.dispatcher.capacity_reported(name, capacity, now)
+            runtime.metrics.capacity_reported(name, capacity)
+        for done in outcome.finished:
+            runtime.metrics.finished_workload(
+                done.namespace, done.queue, done.priority_class, done.result, done.created_at, now
             )
-        for queue, result in outcome.finished:
-            runtime.metrics.finished.labels(cluster_queue=queue, result=result).inc()
         for workload_id in outcome.touched:
             runtime.dispatcher.enqueue(workload_id)
     return ReportAck(accepted=True, duplicate=outcome.duplicate)

@@ -10,7 +10,6 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 
-from kueue_api.jobs import kind_named
 from kueue_api.jobs.base import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from kueue_api.jobs.checks import ManifestError
 from kueue_api.priority import WORKLOAD_PRIORITY_CLASS, Priority, PriorityClassNotFound
@@ -79,7 +78,7 @@ async def _priority(runtime: Runtime, job: SubmittedJob) -> Priority:
     field = (
         f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
         if missing.ref.kind == WORKLOAD_PRIORITY_CLASS
-        else kind_named(job.kind).pod_priority_class_field
+        else runtime.settings.job_kinds().named(job.kind).pod_priority_class_field
     )
     raise ApiError(
         422,
@@ -100,7 +99,9 @@ async def _priority(runtime: Runtime, job: SubmittedJob) -> Priority:
 async def submit_workload(request: Request, runtime: Runtime, _: User) -> WorkloadOut:
     """Submit a batch/v1 Job or JobSet manifest (JSON or YAML) carrying the queue-name label."""
     try:
-        job = parse_job(await read_document(request, yaml_allowed=True))
+        job = parse_job(
+            await read_document(request, yaml_allowed=True), runtime.settings.job_kinds()
+        )
     except ManifestError as error:
         raise ApiError(422, "Invalid", str(error), error.field) from error
     exists = await _queue_exists(runtime, job.namespace, job.queue)
@@ -132,7 +133,7 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
     row = queries.new_workload_row(
         job,
         uid=uid,
-        workload_name=workload_name(kind_named(job.kind), job.name, uid),
+        workload_name=workload_name(runtime.settings.job_kinds().named(job.kind), job.name, uid),
         priority=priority,
         source="api",
         now=now,
@@ -219,7 +220,7 @@ async def cancel_workload(
     """Cancel: every remote copy is removed; a finished workload stays as it ended."""
     row = await _load(runtime, namespace, name)
     if row.state not in states.FINAL_STATES and not row.cancel_requested:
-        async with runtime.sessions.begin() as session:
+        async with runtime.decide() as session:
             fresh = await queries.get_workload_by_id(session, row.id, for_update=True)
             if fresh is not None and fresh.state not in states.FINAL_STATES:
                 fresh.cancel_requested = True
@@ -251,7 +252,7 @@ async def nominate_clusters(
     except ValidationError as error:
         raise invalid_body(error) from error
     row = await _load(runtime, namespace, name)
-    async with runtime.sessions.begin() as session:
+    async with runtime.decide() as session:
         await queries.set_external_nominations(session, row.id, body.clusters)
     runtime.dispatcher.enqueue(row.id)
     return workload_view(await _load(runtime, namespace, name))

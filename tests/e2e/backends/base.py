@@ -15,7 +15,8 @@ from typing import Protocol
 
 import httpx
 
-from tests.fault_proxy import FaultProxy
+from kubesim.fault_proxy import FaultProxy
+from tests.e2e.backends.replicas import ManagerReplicas
 
 # The two workers every backend provides, named as in deploy/examples/.
 CPU_WORKER = "worker-cpu"  # CPU pool; its queues preempt lower priorities
@@ -26,9 +27,13 @@ MANAGER_CLUSTER = "manager"
 
 @dataclass(frozen=True)
 class SystemOptions:
-    """Manager settings for one test, by ManagerSettings field name (MKQ_<NAME> in a pod)."""
+    """Manager settings for one test, by ManagerSettings field name (MKQ_<NAME> in a pod);
+    `configuration`: a Kueue Configuration file every agent and the manager take (`--config`);
+    `crds`: CRD files installed in every cluster before they start."""
 
     manager: Mapping[str, str | int | float] = field(default_factory=dict)
+    configuration: Path | None = None
+    crds: tuple[Path, ...] = ()
 
 
 class System(Protocol):
@@ -71,6 +76,10 @@ class System(Protocol):
     def manager_stopped(self) -> AbstractAsyncContextManager[None]:
         """The manager (API and dispatcher) is down inside the block, and starts again on the
         same database when it ends."""
+
+    def manager_replicas(self, count: int) -> AbstractAsyncContextManager[ManagerReplicas]:
+        """Inside the block the manager is `count` `mkq manager serve` processes over the same
+        database, behind the API address (tests.e2e.backends.replicas); after it, one again."""
 
 
 class Backend(Protocol):

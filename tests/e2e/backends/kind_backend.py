@@ -35,10 +35,10 @@ import httpx
 import yaml
 from cryptography.fernet import Fernet
 
+from kubesim.fault_proxy import FaultProxy
 from mkq.demo.manifests import EXAMPLES, read_documents
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
 from tests.e2e.backends.setup import manager_setup, run_command, token_secret_kubeconfig
-from tests.fault_proxy import FaultProxy
 
 REPO = EXAMPLES.parents[1]
 DEPLOY = REPO / "deploy"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import os
 import secrets
 import tempfile
 from collections.abc import AsyncIterator
@@ -21,9 +22,11 @@ import uvicorn
 from cryptography.fernet import Fernet
 
 from kubesim import RunningCluster, run_clusters
+from kubesim.fault_proxy import FaultProxy
+from kueue_api.loader import load_configuration
 from manager.api.app import create_app
 from manager.runtime import ManagerRuntime
-from manager.settings import ManagerSettings
+from manager.settings import ManagerSettings, configuration_settings
 from mkq.demo.manifests import EXAMPLES, apply_file, create
 from mkq.demo.system import (
     KUEUE_NAMESPACE,
@@ -39,10 +42,15 @@ from mkq.demo.system import (
     register_workers,
 )
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
+from tests.e2e.backends.replicas import (
+    MKQ,
+    ManagerReplicas,
+    replicas_behind,
+    settings_environment,
+)
 from tests.e2e.backends.setup import manager_setup
-from tests.fault_proxy import FaultProxy
-from tests.one_cluster import jobset_crd
-from worker_agent.agent import Agent, AgentConfig
+from tests.one_cluster import jobset_crd, kubeflow_crds
+from worker_agent.agent import Agent, AgentConfig, settings_from
 from worker_agent.kube_client import KubeClient
 
 # Fast periods so that a test sees each step within a second or two.
@@ -104,6 +112,30 @@ class KubesimSystem:
         await self.stop_manager()
         try:
             yield
+        finally:
+            await self.start_manager()
+
+    @contextlib.asynccontextmanager
+    async def manager_replicas(self, count: int) -> AsyncIterator[ManagerReplicas]:
+        await self.stop_manager()
+        # Kept after the test: the replicas' logs are what tells a failure's story.
+        logs = Path(tempfile.mkdtemp(prefix="mkq-e2e-replicas-"))
+        try:
+            async with replicas_behind(
+                self.port,
+                count,
+                command=[
+                    MKQ,
+                    "manager",
+                    "serve",
+                    "--kubeconfig",
+                    str(self.kubeconfigs[MANAGER_CLUSTER]),
+                ],
+                env={**os.environ, **settings_environment(self.settings)},
+                logs=logs,
+                token=self.settings.api_token,
+            ) as replicas:
+                yield replicas
         finally:
             await self.start_manager()
 
@@ -184,8 +216,11 @@ class KubesimBackend:
         async with contextlib.AsyncExitStack() as stack:
             scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mkq-e2e-")))
             specs = [
-                # JobSet's CRD (from its module) too: kubesim emulates its controller.
-                dataclasses.replace(spec, crds=[*spec.crds, jobset_crd()])
+                # JobSet's CRD (from its module) too: kubesim emulates its controller; and
+                # Kubeflow's, whose jobs are queued and dispatched there, but not run.
+                dataclasses.replace(
+                    spec, crds=[*spec.crds, jobset_crd(), *kubeflow_crds(), *options.crds]
+                )
                 for spec in cluster_specs((MANAGER_CLUSTER, *WORKERS), scratch)
             ]
             running = await stack.enter_async_context(run_clusters(specs))
@@ -194,6 +229,11 @@ class KubesimBackend:
             for name in WORKERS:
                 await apply_file(clients[name], EXAMPLES / f"{name}-setup.yaml")
                 await create(clients[name], agent_namespace())
+            configuration = (
+                load_configuration(options.configuration) if options.configuration else None
+            )
+            from_file = configuration_settings(configuration) if configuration else {}
+            agent_settings = settings_from(configuration) if configuration else {}
             webhook_port = _free_port()
             settings = ManagerSettings(
                 api_token=secrets.token_urlsafe(24),
@@ -201,7 +241,12 @@ class KubesimBackend:
                 webhook_port=webhook_port,
                 webhook_host="127.0.0.1",
                 webhook_url=f"https://127.0.0.1:{webhook_port}",
-                **{**BASE_SETTINGS, "database_url": self.database_url, **options.manager},
+                **{
+                    **BASE_SETTINGS,
+                    **from_file,
+                    "database_url": self.database_url,
+                    **options.manager,
+                },
             )
             system = KubesimSystem(clusters, clients, settings, _free_port())
             system.kubeconfigs = {n: c.kubeconfig_path for n, c in clusters.items()}
@@ -225,6 +270,7 @@ class KubesimBackend:
                     lease_duration=4.0,
                     renew_deadline=3.0,
                     retry_period=0.5,
+                    **agent_settings,
                 )
                 await system.start_agent(name)
             # Kueue on the manager cluster: the manager's queues hold each job until it has
@@ -235,6 +281,7 @@ class KubesimBackend:
                 lease_duration=4.0,
                 renew_deadline=3.0,
                 retry_period=0.5,
+                **agent_settings,
             )
             await system.start_agent(MANAGER_CLUSTER)
             # Agents stop before the manager and the clusters (the stack unwinds in reverse).

@@ -23,7 +23,6 @@ import copy
 import os
 import secrets
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,8 +36,11 @@ import httpx
 import yaml
 from cryptography.fernet import Fernet
 
+from kubesim.fault_proxy import FaultProxy
+from kueue_api.loader import load_configuration
 from mkq.demo.manifests import EXAMPLES, read_documents
 from mkq.demo.system import _free_port, install_crds, manager_webhook_secret
+from mkq.realk8s.binaries import KUBEFLOW_PLURALS, RAY_PLURALS
 from mkq.realk8s.clusters import (
     RealCluster,
     kubeconfig_document,
@@ -51,9 +53,17 @@ from mkq.realk8s.jobset import (
     install_jobset_crd,
     jobset_controller,
 )
+from mkq.realk8s.kuberay import install_ray_crds, kuberay_operator
+from mkq.realk8s.mpi_operator import install_mpijob_crd, mpi_operator
+from mkq.realk8s.training_operator import (
+    WEBHOOK_CONFIGURATION,
+    install_kubeflow_crds,
+    training_operator,
+)
 from tests.e2e.backends.base import MANAGER_CLUSTER, WORKERS, SystemOptions, api_client
+from tests.e2e.backends.processes import Process
+from tests.e2e.backends.replicas import ManagerReplicas, replicas_behind
 from tests.e2e.backends.setup import manager_setup, run_command, token_secret_kubeconfig
-from tests.fault_proxy import FaultProxy
 from tests.realk8s import real_clusters
 
 REPO = EXAMPLES.parents[1]
@@ -77,13 +87,53 @@ BASE_ENV = {
 CLEAN_TIMEOUT = 90.0
 
 
+DECLARED_RBAC = "mkq-declared-kinds"
+
+
+def declared_kinds_rbac(configuration: Path, accounts: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A ClusterRole on every kind `configuration` declares (integrations.declarativeKinds) and
+    their status, bound to the ServiceAccounts `accounts` of NAMESPACE: what README's
+    "Declarative job kinds" asks an operator to grant."""
+    declared = load_configuration(configuration).integrations.declarative_kinds or []
+    rules = [
+        {
+            "apiGroups": [spec.group],
+            "resources": [spec.plural, f"{spec.plural}/status"],
+            "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+        }
+        for spec in declared
+    ]
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": DECLARED_RBAC},
+        "rules": rules,
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": DECLARED_RBAC},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": DECLARED_RBAC,
+        },
+        "subjects": [
+            {"kind": "ServiceAccount", "name": account, "namespace": NAMESPACE}
+            for account in accounts
+        ],
+    }
+    return [role, binding]
+
+
 @dataclass
 class RealEnvironment:
     """The session's three clusters with mkq's CRDs, identities and Kueue setup installed."""
 
     clusters: dict[str, RealCluster]
     scratch: Path
-    # JobSet's controllers in the workers, for the session (their processes die with it).
+    # JobSet's controllers, Kubeflow's training and MPI operators and KubeRay's operator in the
+    # workers, for the session (their processes die with it).
     peers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     identities: dict[str, Path] = field(default_factory=dict)  # kubeconfig per process role
     access: dict[str, dict[str, Any]] = field(default_factory=dict)  # manager-access per worker
@@ -107,9 +157,25 @@ class RealEnvironment:
         # JobSet as its release installs it: the CRD in the manager cluster (where MultiKueue
         # leaves JobSets to the workers), the CRD, webhooks and controller in each worker.
         install_jobset_crd(self.clusters[MANAGER_CLUSTER])
+        # Kubeflow's v1 jobs the same way: their CRDs there, the training operator here.
+        install_kubeflow_crds(self.clusters[MANAGER_CLUSTER])
+        # And MPIJob v2beta1: its CRD there, the MPI operator here (beside the training
+        # operator, which runs only its own five kinds).
+        install_mpijob_crd(self.clusters[MANAGER_CLUSTER])
+        # And KubeRay's kinds: their CRDs there, KubeRay's operator here.
+        install_ray_crds(self.clusters[MANAGER_CLUSTER])
         for worker in WORKERS:
             self.peers.enter_context(
                 jobset_controller(self.clusters[worker], self.scratch / f"{worker}-jobset")
+            )
+            self.peers.enter_context(
+                training_operator(self.clusters[worker], self.scratch / f"{worker}-kubeflow")
+            )
+            self.peers.enter_context(
+                mpi_operator(self.clusters[worker], self.scratch / f"{worker}-mpi")
+            )
+            self.peers.enter_context(
+                kuberay_operator(self.clusters[worker], self.scratch / f"{worker}-kuberay")
             )
         for worker in WORKERS:
             for part in ("namespace.yaml", "rbac.yaml"):
@@ -172,6 +238,22 @@ class RealEnvironment:
             }
             self.apply(MANAGER_CLUSTER, [secret])
 
+    def install_declared(self, options: SystemOptions) -> None:
+        """A test's CRDs in every cluster, and RBAC on the kinds its Configuration declares
+        for the identities that read and write them there: the agent's, and the manager's
+        (in a worker its access identity, in the manager cluster its own)."""
+        for cluster in self.clusters:
+            for crd in options.crds:
+                self.kubectl(cluster, "apply", "-f", str(crd))
+                self.kubectl(
+                    cluster, "wait", "--for=condition=Established", "-f", str(crd), "--timeout=60s"
+                )
+            if options.configuration is not None:
+                manager = "mkq-manager" if cluster == MANAGER_CLUSTER else "mkq-manager-access"
+                self.apply(
+                    cluster, declared_kinds_rbac(options.configuration, ("mkq-agent", manager))
+                )
+
     # ---- between tests -------------------------------------------------------------------
 
     def clean(self) -> None:
@@ -213,6 +295,14 @@ WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/workloads"
 JOBS = "/apis/batch/v1/jobs"
 PODS = "/api/v1/pods"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
+# The job kinds whose CRDs may be missing in a cluster, by their collection path.
+OPTIONAL_JOBS = (
+    JOBSETS,
+    *(f"/apis/kubeflow.org/v1/{plural}" for plural in KUBEFLOW_PLURALS),
+    "/apis/kubeflow.org/v2beta1/mpijobs",
+    # A RayJob before the RayCluster it owns.
+    *(f"/apis/ray.io/v1/{plural}" for plural in RAY_PLURALS),
+)
 
 
 def _clean_cluster(http: httpx.Client) -> None:
@@ -239,14 +329,16 @@ def _clean_cluster(http: httpx.Client) -> None:
             f"/apis/batch/v1/namespaces/{meta['namespace']}/jobs/{meta['name']}",
             json={"propagationPolicy": "Background"},
         )
-    if _call(http, "GET", JOBSETS).status_code == 200:
-        for jobset in _user_items(http, JOBSETS):
-            meta = jobset["metadata"]
+    for collection in OPTIONAL_JOBS:
+        if _call(http, "GET", collection).status_code != 200:
+            continue
+        group_version, plural = collection.rsplit("/", 1)
+        for job in _user_items(http, collection):
+            meta = job["metadata"]
             _call(
                 http,
                 "DELETE",
-                f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{meta['namespace']}/jobsets/"
-                f"{meta['name']}",
+                f"{group_version}/namespaces/{meta['namespace']}/{plural}/{meta['name']}",
                 json={"propagationPolicy": "Background"},
             )
     for pod in _user_items(http, PODS):
@@ -286,8 +378,8 @@ def _reset_queues(http: httpx.Client) -> None:
         for configuration in _call(http, "GET", path).json().get("items", []):
             webhooks = configuration.get("webhooks") or []
             name = str(configuration["metadata"]["name"])
-            if name.startswith(WEBHOOK_CONFIGURATION_PREFIX):
-                continue  # JobSet's own, whose controller runs for the whole session
+            if name.startswith(WEBHOOK_CONFIGURATION_PREFIX) or name == WEBHOOK_CONFIGURATION:
+                continue  # JobSet's or Kubeflow's own, whose operators run for the session
             if any((w.get("clientConfig") or {}).get("url") for w in webhooks):
                 _call(http, "DELETE", f"{path}/{configuration['metadata']['name']}")
     for queue in _call(http, "GET", CLUSTER_QUEUES).json().get("items", []):
@@ -303,50 +395,6 @@ def _reset_queues(http: httpx.Client) -> None:
 
 
 @dataclass
-class Process:
-    """One mkq process of a test, its output in a log file."""
-
-    label: str
-    argv: list[str]
-    env: dict[str, str]
-    log: Path
-    process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                self.argv,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def signal(self, sig: signal.Signals) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, sig)
-
-    async def stop(self, grace: float = 15.0) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGCONT)
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            await asyncio.to_thread(process.wait, grace)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            await asyncio.to_thread(process.wait)
-
-    def failure(self) -> str | None:
-        """What went wrong, if the process died."""
-        if self.process is not None and self.process.poll() is not None:
-            return f"{self.label} exited ({self.process.returncode}):\n{log_tail(self.log, 30)}"
-        return None
-
-
-@dataclass
 class RealSystem:
     environment: RealEnvironment
     env: dict[str, str]
@@ -359,6 +407,8 @@ class RealSystem:
     webhook_ports: dict[str, int] = field(default_factory=dict)
     # The manager reaches each worker through one of these (the agents do not).
     links: dict[str, FaultProxy] = field(default_factory=dict)
+    # The Kueue Configuration every agent is given (`--config`), when the test names one.
+    configuration: Path | None = None
 
     @property
     def workers(self) -> tuple[str, ...]:
@@ -419,6 +469,8 @@ class RealSystem:
         on_manager = worker == MANAGER_CLUSTER
         identity = self.environment.identities[MANAGER_KUEUE if on_manager else worker]
         reports = [] if on_manager else ["--manager-url", self.api_url]
+        if self.configuration is not None:
+            reports += ["--config", str(self.configuration)]
         agent = Process(
             f"agent {worker}",
             [
@@ -492,6 +544,30 @@ class RealSystem:
         finally:
             await self.start_manager()
 
+    @contextlib.asynccontextmanager
+    async def manager_replicas(self, count: int) -> AsyncIterator[ManagerReplicas]:
+        if self.manager is not None:
+            await self.manager.stop()
+            self.manager = None
+        try:
+            async with replicas_behind(
+                self.port,
+                count,
+                command=[
+                    str(MKQ),
+                    "manager",
+                    "serve",
+                    "--kubeconfig",
+                    str(self.environment.identities[MANAGER_CLUSTER]),
+                ],
+                env=self.env,
+                logs=self.logs,
+                token=self.api_token,
+            ) as replicas:
+                yield replicas
+        finally:
+            await self.start_manager()
+
     def failures(self) -> list[str]:
         processes_ = [self.manager, *self.agents.values()]
         return [f for p in processes_ if p is not None and (f := p.failure())]
@@ -527,7 +603,12 @@ class RealBackend:
         env["MKQ_WEBHOOK_PORT"] = str(webhook_port)
         env["MKQ_WEBHOOK_HOST"] = "127.0.0.1"
         env["MKQ_WEBHOOK_URL"] = f"https://127.0.0.1:{webhook_port}"
+        if options.configuration is not None:
+            env["MKQ_CONFIG"] = str(options.configuration)
+        if options.crds or options.configuration is not None:
+            await asyncio.to_thread(self.environment.install_declared, options)
         system = RealSystem(self.environment, env, _free_port(), logs)
+        system.configuration = options.configuration
         system.webhook_ports = {name: _free_port() for name in (*WORKERS, MANAGER_CLUSTER)}
         try:
             routed = await self._links(system)

@@ -74,12 +74,63 @@ async def test_health_readiness_and_kueue_metrics(
 
         text = await wait_until(metrics_show_admission, "the admission in /metrics")
     assert "kueue_admission_wait_time_seconds_bucket" in text
-    assert 'kueue_pending_workloads{cluster_queue="cluster-queue",status="active"}' in text
+    role = 'replica_role="leader"'
+    assert (
+        f'kueue_pending_workloads{{cluster_queue="cluster-queue",{role},status="active"}}' in text
+    )
     usage = (
         'kueue_cluster_queue_resource_usage{cluster_queue="cluster-queue",cohort="",'
-        'flavor="default-flavor",resource="cpu"} 3.0'
+        f'flavor="default-flavor",{role},resource="cpu"}} 3.0'
     )
     await wait_until(lambda: _metrics_contain(base, usage), "CPU usage of 3 in /metrics")
+
+
+async def test_local_queue_and_pending_metrics_follow_admission(
+    client: KubeClient, start_agent: AgentFactory
+) -> None:
+    """After an admission the LocalQueue's counters and gauges move as the ClusterQueue's do;
+    a second Job that does not fit shows as pending in both."""
+    await apply(client, quick_start_setup())
+    agent = await start_agent(metrics_port=0)
+    sample = agent.metrics.registry.get_sample_value
+    lq = {"name": "user-queue", "namespace": "default", "replica_role": "leader"}
+    cq = {"cluster_queue": "cluster-queue", "replica_role": "leader"}
+    await apply(client, [quick_start_job()])
+
+    async def admitted_in_both() -> bool:
+        return (
+            sample("kueue_admitted_workloads_total", {**cq, "priority_class": ""}) == 1
+            and sample("kueue_local_queue_admitted_workloads_total", {**lq, "priority_class": ""})
+            == 1
+            and sample("kueue_local_queue_admitted_active_workloads", lq) == 1
+            and sample("kueue_local_queue_reserving_active_workloads", lq) == 1
+        )
+
+    await wait_until(admitted_in_both, "the admission in the ClusterQueue and LocalQueue metrics")
+    assert sample("kueue_quota_reserved_workloads_total", {**cq, "priority_class": ""}) == 1
+    cpu = {**lq, "flavor": "default-flavor", "resource": "cpu"}
+    assert sample("kueue_local_queue_resource_reservation", cpu) == 3.0
+    assert sample("kueue_local_queue_status", {**lq, "active": "True"}) == 1
+    assert sample("kueue_cluster_queue_info", {**cq, "parent_cohort": "", "root_cohort": ""}) == 1
+
+    big = quick_start_job()
+    big["metadata"]["name"] = "too-big"
+    containers = big["spec"]["template"]["spec"]["containers"]
+    containers[0]["resources"]["requests"]["cpu"] = "8"
+    await apply(client, [big])
+
+    async def one_pending() -> bool:
+        pending = sum(
+            sample("kueue_pending_workloads", {**cq, "status": status}) or 0
+            for status in ("active", "inadmissible")
+        )
+        lq_pending = sum(
+            sample("kueue_local_queue_pending_workloads", {**lq, "status": status}) or 0
+            for status in ("active", "inadmissible")
+        )
+        return pending == 1 and lq_pending == 1
+
+    await wait_until(one_pending, "the Job that does not fit to show as pending")
 
 
 async def _metrics_contain(base: str, line: str) -> bool:

@@ -17,7 +17,10 @@ from manager.settings import ManagerSettings
 from tests.integration.manager.harness import API_TOKEN
 from tests.postgres import plain_url, scratch_database
 
-TABLES = "agent_reports, events, dispatch_attempts, workloads, clusters"
+TABLES = (
+    "agent_reports, events, dispatch_attempts, workloads, clusters, manager_replicas, "
+    "manager_leadership"
+)
 
 
 @pytest.fixture(scope="session")

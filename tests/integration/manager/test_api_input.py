@@ -13,6 +13,7 @@ from manager.db import clusters as cluster_queries
 from manager.db.credentials import TokenHasher
 from manager.settings import ManagerSettings
 from tests.integration.manager.harness import eventually, free_port, serve_manager
+from tests.one_cluster import EXAMPLES, documents
 
 JOB: dict[str, Any] = {
     "apiVersion": "batch/v1",
@@ -79,6 +80,27 @@ async def test_a_malformed_manifest_is_a_422_naming_the_field(settings: ManagerS
             "/api/v1/workloads", content=b"{nope", headers={"content-type": "application/json"}
         )
         assert not_json.status_code == 400
+        listing = await manager.client.get("/api/v1/workloads")
+        assert listing.json() == {"items": [], "continue": None}
+
+
+async def test_kueues_serving_samples_are_a_422_naming_the_kind_and_what_to_do(
+    settings: ManagerSettings,
+) -> None:
+    """Kueue's MultiKueue has no adapter for a Deployment, and the manager does not yet follow
+    the one it has for a StatefulSet: both are refused, with where to apply them instead."""
+    async with serve_manager(settings) as manager:
+        for name, kind in (
+            ("sample-deployment.yaml", "Deployment"),
+            ("sample-statefulset.yaml", "StatefulSet"),
+        ):
+            (body,) = documents(EXAMPLES / "serving-workloads" / name)
+            response = await manager.client.post("/api/v1/workloads", json=body)
+            assert response.status_code == 422
+            error = response.json()["error"]
+            assert error["field"] == "kind"
+            assert error["message"].startswith(f"kind: apps/v1 {kind}: Kueue's MultiKueue")
+            assert "apply it, with its queue-name label, to a worker cluster" in error["message"]
         listing = await manager.client.get("/api/v1/workloads")
         assert listing.json() == {"items": [], "continue": None}
 

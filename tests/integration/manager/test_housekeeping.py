@@ -8,8 +8,8 @@ from urllib.parse import urlparse
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from kubesim.fault_proxy import FaultProxy
 from manager.settings import ManagerSettings
-from tests.fault_proxy import FaultProxy
 from tests.integration.manager.harness import eventually, serve_manager
 from tests.integration.manager.kube import workers
 from tests.integration.manager.test_dispatch_flow import (

@@ -14,10 +14,10 @@ from urllib.parse import urlparse
 import pytest
 
 from kubesim import RunningCluster
+from kubesim.fault_proxy import FaultProxy
 from manager.dispatch.timing import ManualClock
 from manager.remote.connection import Unreachable
 from manager.settings import ManagerSettings
-from tests.fault_proxy import FaultProxy
 from tests.integration.manager.harness import RunningManager, eventually, serve_manager
 from tests.integration.manager.kube import workers
 from tests.integration.manager.test_dispatch_flow import (

@@ -56,8 +56,16 @@ async def test_a_cluster_without_the_namespace_is_not_asked_again(
         await asyncio.sleep(5)
         record = await manager.workload("team-x", "train")
         assert [a["state"] for a in attempts(record, "w1")] == ["Refused"]
-        sent = manager.runtime.metrics.dispatched.labels(cluster_queue="user-queue", cluster="w1")
-        assert sent._value.get() == 0
+        # A REST queue has no ClusterQueue on the manager: Kueue's label is empty there.
+        sent = manager.runtime.metrics.registry.get_sample_value(
+            "multikueue_workloads_dispatched_total",
+            {"cluster_queue": "", "cluster": "w1", "replica_role": "standalone"},
+        )
+        assert not sent
+        refused = manager.runtime.metrics.registry.get_sample_value(
+            "mkq_manager_dispatch_attempts_total", {"cluster": "w1", "result": "refused"}
+        )
+        assert refused == 1
 
         await d2.admit("team-x", wl_name)
 

@@ -134,13 +134,13 @@ def test_a_new_workload_takes_its_priority_from_the_informed_classes() -> None:
     workload_classes, pod_classes = ObjectCache(), ObjectCache()
     pod_sets = [{"name": "main", "template": {"spec": {"priorityClassName": "batch"}}}]
     assert isinstance(
-        wl.workload_priority(None, pod_sets, workload_classes, pod_classes), PriorityClassNotFound
+        wl.workload_priority(None, "batch", workload_classes, pod_classes), PriorityClassNotFound
     )
     pod_classes.upsert({"metadata": {"name": "batch"}, "value": 50})
-    priority = wl.workload_priority(None, pod_sets, workload_classes, pod_classes)
+    priority = wl.workload_priority(None, "batch", workload_classes, pod_classes)
     assert priority == Priority(PriorityClassRef("PriorityClass", "batch"), 50)
     workload_classes.upsert({"metadata": {"name": "high"}, "value": 1000})
-    assert wl.workload_priority("high", pod_sets, workload_classes, pod_classes) == Priority(
+    assert wl.workload_priority("high", "batch", workload_classes, pod_classes) == Priority(
         PriorityClassRef("WorkloadPriorityClass", "high"), 1000
     )
     job = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}, "kind": "Job"}

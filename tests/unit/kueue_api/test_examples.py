@@ -184,3 +184,37 @@ def test_a_jobset_takes_jobsets_defaults_and_its_jobs_are_checked_as_jobs() -> N
         '"Always": supported values: "OnFailure", "Never"',
         f'spec.replicatedJobs[2].name: Duplicate value: "{jobs[2]["name"]}"',
     ]
+
+
+KUBEFLOW_SAMPLES = [
+    SHARED / "kueue-examples" / "jobs" / f"sample-{name}.yaml"
+    for name in ("pytorchjob", "tfjob", "jaxjob", "paddlejob", "xgboostjob")
+]
+
+
+def test_kueues_kubeflow_samples_validate_and_a_broken_one_is_refused_by_field() -> None:
+    """Kueue's five Kubeflow samples load; a PyTorchJob with a misspelt run-policy field, a
+    replica type PyTorch has not and a negative request is refused at each field, as the CRD
+    and the training operator's webhook refuse it."""
+    result = load_documents(KUBEFLOW_SAMPLES)
+    assert result.ok, [str(e) for e in result.errors]
+    assert [getattr(o.obj, "kind", "") for o in result.objects] == [
+        "PyTorchJob",
+        "TFJob",
+        "JAXJob",
+        "PaddleJob",
+        "XGBoostJob",
+    ]
+    [document] = [d for d in yaml.safe_load_all(KUBEFLOW_SAMPLES[0].read_text()) if d]
+    document["spec"]["runPolicy"] = {"suspnd": True}
+    specs = document["spec"]["pytorchReplicaSpecs"]
+    specs["Chief"] = specs.pop("Worker")
+    specs["Master"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "-1"
+    result = load_text(yaml.safe_dump(document), "pytorchjob.yaml")
+    assert [str(e.error) for e in result.errors] == [
+        "spec.runPolicy.suspnd: unknown field",
+        'spec.pytorchReplicaSpecs[Chief]: Unsupported value: "Chief": supported values: '
+        '"Master", "Worker"',
+        "spec.pytorchReplicaSpecs[Master].template.spec.containers[0].resources.requests[cpu]: "
+        'Invalid value: "-1": must be greater than or equal to 0',
+    ]

@@ -17,6 +17,9 @@ from kueue_api.jobs.base import (
     PREBUILT_WORKLOAD_LABEL,
 )
 from kueue_api.jobs.checks import INT32_MAX, ManifestError
+from kueue_api.jobs.kubeflow import KUBEFLOW_JOBS, PYTORCH_JOB, KubeflowJob
+from kueue_api.jobs.mpijob import MPI_JOB
+from kueue_api.jobs.ray import RAY_CLUSTER, RAY_JOB
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -77,7 +80,84 @@ def jobset() -> dict[str, Any]:
     }
 
 
-EXAMPLES: dict[str, Any] = {"Job": batch_job, "JobSet": jobset}
+def pytorch_job() -> dict[str, Any]:
+    def replica(count: int) -> dict[str, Any]:
+        return {"replicas": count, "template": {"spec": {"containers": [container()]}}}
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "torch", "namespace": "ns", "uid": "u-3"},
+        "spec": {
+            "runPolicy": {"managedBy": MULTIKUEUE_CONTROLLER, "suspend": False},
+            "pytorchReplicaSpecs": {"Worker": replica(3), "Master": replica(1)},
+        },
+        "status": {"replicaStatuses": {"Worker": {"active": 3}}},
+    }
+
+
+def ray_cluster_spec() -> dict[str, Any]:
+    worker = {
+        "groupName": "small",
+        "replicas": 2,
+        "template": {"spec": {"containers": [container()]}},
+    }
+    return {
+        "headGroupSpec": {"template": {"spec": {"containers": [container()]}}},
+        "workerGroupSpecs": [worker],
+    }
+
+
+def ray_cluster() -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "rc", "namespace": "ns", "uid": "u-4"},
+        "spec": {"managedBy": MULTIKUEUE_CONTROLLER, "suspend": False, **ray_cluster_spec()},
+        "status": {"state": "ready"},
+    }
+
+
+def ray_job() -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "rj", "namespace": "ns", "uid": "u-5"},
+        "spec": {
+            "managedBy": MULTIKUEUE_CONTROLLER,
+            "shutdownAfterJobFinishes": True,
+            "rayClusterSpec": ray_cluster_spec(),
+        },
+        "status": {"jobDeploymentStatus": "Running", "rayClusterName": "rj-x7k2p"},
+    }
+
+
+def kubeflow_example(kind: JobKind) -> Any:
+    """A PyTorchJob's shape under another Kubeflow kind's API version, name and replica
+    types (the MPI operator's MPIJob included)."""
+
+    def build() -> dict[str, Any]:
+        assert isinstance(kind, KubeflowJob)
+        job = pytorch_job()
+        job["apiVersion"] = kind.resource.api_version
+        job["kind"] = kind.resource.kind
+        specs = job["spec"].pop("pytorchReplicaSpecs")
+        job["spec"][kind.replica_specs_field] = {
+            kind.replica_types[-1]: specs["Worker"],
+            kind.replica_types[0]: specs["Master"],
+        }
+        return job
+
+    return build
+
+
+EXAMPLES: dict[str, Any] = {
+    "Job": batch_job,
+    "JobSet": jobset,
+    **{kind.resource.kind: kubeflow_example(kind) for kind in (*KUBEFLOW_JOBS, MPI_JOB)},
+    RAY_JOB.resource.kind: ray_job,
+    RAY_CLUSTER.resource.kind: ray_cluster,
+}
 
 
 def test_every_kind_is_found_by_its_api_version_and_kind_and_by_name() -> None:
@@ -90,10 +170,12 @@ def test_every_kind_is_found_by_its_api_version_and_kind_and_by_name() -> None:
         assert kind_of({**manifest, "apiVersion": "example.com/v9"}) is None
 
 
-def test_kinds_do_not_share_a_resource_a_framework_or_a_pod_label() -> None:
-    for attribute in ("pod_owner_label", "framework"):
-        values = [getattr(kind, attribute) for kind in KINDS]
-        assert len(set(values)) == len(values), attribute
+def test_kinds_do_not_share_a_resource_a_framework_or_a_pod_selector() -> None:
+    frameworks = [kind.framework for kind in KINDS]
+    assert len(set(frameworks)) == len(frameworks)
+    # Kubeflow's kinds share the job-name label; their selectors name the operator too.
+    selectors = [kind.pod_selector("x") for kind in KINDS]
+    assert len(set(selectors)) == len(selectors)
     plurals = [(kind.resource.group, kind.resource.plural) for kind in KINDS]
     assert len(set(plurals)) == len(plurals)
 
@@ -105,7 +187,7 @@ def test_a_worker_copy_is_suspended_unmanaged_and_points_at_its_workload(kind: J
     sent = kind.worker_copy(manifest, workload_name="wl-1", origin="mk")
     assert manifest == before, "the manager's manifest is left as it was"
     assert kind.is_suspended(sent)
-    assert "managedBy" not in sent["spec"] and "status" not in sent
+    assert kind.managed_by(sent) is None and "status" not in sent
     assert sent["metadata"]["labels"][PREBUILT_WORKLOAD_LABEL] == "wl-1"
     assert sent["metadata"]["labels"][MULTIKUEUE_ORIGIN_LABEL] == "mk"
     assert not {"uid", "resourceVersion"} & set(sent["metadata"])
@@ -153,6 +235,28 @@ def test_a_jobs_copy_drops_what_the_managers_job_controller_set() -> None:
             lambda j: j["spec"]["replicatedJobs"][0]["template"]["spec"].update(parallelism="2"),
             "spec.replicatedJobs[0].template.spec.parallelism",
         ),
+        (
+            PYTORCH_JOB,
+            lambda j: j["spec"].update(pytorchReplicaSpecs={}),
+            "spec.pytorchReplicaSpecs",
+        ),
+        (
+            PYTORCH_JOB,
+            lambda j: j["spec"]["pytorchReplicaSpecs"].update(Chief={}),
+            "spec.pytorchReplicaSpecs.Chief",
+        ),
+        (
+            PYTORCH_JOB,
+            lambda j: j["spec"]["pytorchReplicaSpecs"]["Worker"].update(replicas=-1),
+            "spec.pytorchReplicaSpecs.Worker.replicas",
+        ),
+        (
+            PYTORCH_JOB,
+            lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"].update(
+                containers=[]
+            ),
+            "spec.pytorchReplicaSpecs.Master.template.spec.containers",
+        ),
     ],
 )
 def test_a_malformed_job_is_refused_naming_the_field(
@@ -177,6 +281,11 @@ def test_started_and_finished_are_read_as_each_kind_writes_them() -> None:
     assert finish is not None and finish.state == "Succeeded"
     assert JOBSET.has_started(jobset())
     assert not JOBSET.has_started({"status": {}})
+    # A Kubeflow job ends with "Succeeded".
+    assert PYTORCH_JOB.finished({"status": {"conditions": [done]}}) is None
+    finish = PYTORCH_JOB.finished({"status": {"conditions": [{**done, "type": "Succeeded"}]}})
+    assert finish is not None and finish.state == "Succeeded"
+    assert PYTORCH_JOB.has_started(pytorch_job())
 
 
 # The modules that may name a kind outright: the kinds themselves, the OpenAPI description of

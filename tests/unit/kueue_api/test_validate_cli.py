@@ -95,14 +95,15 @@ def test_missing_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
 def test_kueue_examples_validate_when_unsupported_kinds_are_skipped() -> None:
     code, out, err = _run("--skip-unsupported", str(EXAMPLES))
     assert code == 0, err
-    assert "skip " in out and "RayJob" in out
+    assert "skip " in out and "RayService" in out
     assert "error" not in out + err
 
 
 def test_unsupported_kinds_fail_without_the_flag() -> None:
-    code, _, err = _run(str(EXAMPLES / "jobs" / "ray-job-sample.yaml"))
+    code, _, err = _run(str(EXAMPLES / "jobs" / "ray-service-sample.yaml"))
     assert code == 2
-    assert "(RayJob/rayjob-sample): kind: unsupported kind 'RayJob' (ray.io/v1)" in err
+    unsupported = "kind: unsupported kind 'RayService' (ray.io/v1)"
+    assert f"(RayService/default/test-rayservice): {unsupported}" in err
 
 
 def test_reads_stdin_when_given_a_dash() -> None:
@@ -176,3 +177,26 @@ spec:
     ]
     assert err.splitlines()[-1] == "0 valid, 1 invalid"
     assert "ok" not in out
+
+
+def test_kueues_serving_samples_are_known_kinds_that_validate() -> None:
+    samples = EXAMPLES / "serving-workloads"
+    code, out, err = _run(
+        str(samples / "sample-deployment.yaml"), str(samples / "sample-statefulset.yaml")
+    )
+    assert code == 0, err
+    assert "Deployment/nginx-deployment" in out and "StatefulSet/nginx-statefulset" in out
+
+
+def test_a_serving_kinds_pods_must_restart_always(tmp_path: Path) -> None:
+    sample = (EXAMPLES / "serving-workloads" / "sample-statefulset.yaml").read_text()
+    bad = tmp_path / "sts.yaml"
+    bad.write_text(
+        sample.replace(
+            "    spec:\n      containers:",
+            "    spec:\n      restartPolicy: Never\n      containers:",
+        )
+    )
+    code, _, err = _run(str(bad))
+    assert code == 2
+    assert 'spec.template.spec.restartPolicy: Unsupported value: "Never"' in err

@@ -175,3 +175,30 @@ def test_a_bad_file_names_the_file_and_the_field(tmp_path: Path, section: str, f
         load_configuration(path)
     assert str(path) in str(raised.value)
     assert field in str(raised.value)
+
+
+DECLARED = HEADER + (
+    "integrations:\n"
+    "  declarativeKinds:\n"
+    "  - {group: example.com, version: v1, kind: Trainer, plural: trainers,\n"
+    "     podSets: [{name: main, templatePath: spec.template, countPath: spec.replicas}],\n"
+    "     conditions: {succeeded: [Succeeded]}}\n"
+)
+
+
+def test_the_files_declared_kinds_are_dispatched_beside_the_built_in_ones() -> None:
+    kinds = load_settings(_configuration(DECLARED)).job_kinds()
+    assert kinds.named("Trainer").resource.plural == "trainers"
+    assert kinds.named("Job").resource.plural == "jobs"
+    assert load_settings().job_kinds().declared == ()
+
+
+def test_a_declared_kind_in_the_environment_is_checked_as_in_a_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bad = '[{"group": "example.com", "version": "v1", "kind": "Trainer", "plural": "trainers",'
+    bad += ' "podSets": [{"name": "main", "templatePath": "template"}],'
+    bad += ' "conditions": {"succeeded": ["Succeeded"]}}]'
+    monkeypatch.setenv("MKQ_DECLARATIVE_KINDS", bad)
+    with pytest.raises(ValueError, match=r"declarativeKinds\[0\]\.podSets\[0\]\.templatePath"):
+        load_settings()

@@ -41,6 +41,9 @@ class View:
     def namespace_labels(self, name: str) -> Mapping[str, str] | None:
         return self.namespaces.get(name)
 
+    def workload(self, namespace: str, name: str) -> JsonObject | None:
+        return None
+
 
 def review(obj: JsonObject, operation: str = "CREATE") -> JsonObject:
     group, _, version = obj["apiVersion"].rpartition("/")

@@ -1,6 +1,9 @@
-"""A loopback TCP proxy between a client and a cluster's API server, for the fault tests: it
-can drop the connections (a partition: connections reset, new ones refused), stall them (a
-frozen server: connections stay open and nothing comes back) and bring the link back."""
+"""Loopback TCP proxies the tests and benchmarks put between the parts they run.
+
+FaultProxy stands between a client and a cluster's API server, for the fault tests: it can drop
+the connections (a partition: connections reset, new ones refused), stall them (a frozen
+server: connections stay open and nothing comes back) and bring the link back. Balancer stands
+in for a Service in front of several replicas."""
 
 from __future__ import annotations
 
@@ -16,10 +19,12 @@ def _free_port() -> int:
 
 
 class FaultProxy:
-    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, target_port: int, target_host: str = "127.0.0.1", *, port: int | None = None
+    ) -> None:
         self.target_host = target_host
         self.target_port = target_port
-        self.port = _free_port()
+        self.port = port or _free_port()
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -63,7 +68,7 @@ class FaultProxy:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await self._flowing.wait()
         try:
-            up_reader, up_writer = await asyncio.open_connection(self.target_host, self.target_port)
+            up_reader, up_writer = await self._upstream()
         except OSError:
             writer.close()
             return
@@ -72,6 +77,9 @@ class FaultProxy:
             task = asyncio.create_task(self._pipe(src, dst))
             self._pipes.add(task)
             task.add_done_callback(self._pipes.discard)
+
+    async def _upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection(self.target_host, self.target_port)
 
     async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         try:
@@ -85,3 +93,26 @@ class FaultProxy:
             self._writers.discard(dst)
             with contextlib.suppress(Exception):
                 dst.close()
+
+
+class Balancer(FaultProxy):
+    """A Service in front of several replicas: each new connection goes to the next target
+    that accepts it (one that is down is passed over), as kube-proxy spreads connections
+    over a Service's ready endpoints."""
+
+    def __init__(self, targets: list[int], *, port: int | None = None) -> None:
+        super().__init__(targets[0], port=port)
+        self.targets = list(targets)
+        self._next = 0
+
+    async def _upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        failure: OSError | None = None
+        for _ in range(len(self.targets)):
+            target = self.targets[self._next % len(self.targets)]
+            self._next += 1
+            try:
+                return await asyncio.open_connection(self.target_host, target)
+            except OSError as error:
+                failure = error
+        assert failure is not None
+        raise failure

@@ -1,0 +1,190 @@
+"""Kinds whose pods Kueue queues instead of the kind itself: Deployment and StatefulSet.
+
+They have no suspend field. Kueue's webhook for such a kind marks its pod template with the
+`kueue.x-k8s.io/pod-suspending-parent` annotation naming the framework; the pod webhook then
+gates every pod created from it, and the pod integration queues the pods
+(pkg/controller/jobs/deployment, pkg/controller/jobs/statefulset, pkg/controller/jobs/pod).
+What differs per kind (what the template gets, what an update may change, whether the pods are
+one group) is each kind's module behind `PodParentKind`; the rules they share live here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kueue_api.api_resources import ResourceType
+from kueue_api.jobs.base import (
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    annotations_of,
+    field_at,
+    labels_of,
+)
+from kueue_api.jsoncopy import json_copy
+from kueue_api.validation import DNS_SUBDOMAIN_PATTERN
+
+JsonObject = dict[str, Any]
+
+# podconstants.SuspendedByParentAnnotation: the framework whose webhook marked the template.
+SUSPENDED_BY_PARENT_ANNOTATION = "kueue.x-k8s.io/pod-suspending-parent"
+# The QuotaReserved=False reason of a Workload whose parent scaled to zero (kueue.WorkloadOnHold).
+ON_HOLD_REASON = "OnHold"
+_DNS_SUBDOMAIN = re.compile(DNS_SUBDOMAIN_PATTERN)
+_QUEUE_PATH = f"metadata.labels[{QUEUE_NAME_LABEL}]"
+_PRIORITY_PATH = f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
+
+
+@dataclass(frozen=True)
+class UpdateContext:
+    """What an update's validation reads beyond the two objects: whether Kueue manages the
+    new object (WorkloadShouldBeSuspended), and the Workload of the old one, if any."""
+
+    managed: bool
+    workload: JsonObject | None = None
+
+
+class PodParentKind(Protocol):
+    """One kind whose pods are queued for it. Every method is pure."""
+
+    resource: ResourceType
+    # Kueue's framework name (Configuration integrations.frameworks), also the annotation's
+    # value on the pod template.
+    framework: str
+    # Why the manager cannot dispatch this kind, in words for its user (None: it can).
+    multikueue_refusal: str | None
+
+    def template_defaults(self, obj: JsonObject) -> JsonObject:
+        """A copy with its pod template marked as Kueue's webhook marks it for a managed
+        object (the queue name already defaulted on `obj`)."""
+        ...
+
+    def create_problems(self, obj: JsonObject) -> list[str]:
+        """What Kueue's validating webhook refuses at creation, each as `field: message`."""
+        ...
+
+    def update_problems(
+        self, old: JsonObject, new: JsonObject, context: UpdateContext
+    ) -> list[str]:
+        """What Kueue's validating webhook refuses in an update from `old` to `new`."""
+        ...
+
+    def parent_workload_name(self, obj: JsonObject) -> str | None:
+        """The one Workload Kueue builds for the object's pods, if it builds one (a
+        StatefulSet's); None when each pod is its own (a Deployment's)."""
+        ...
+
+    def check(self, obj: JsonObject) -> None:
+        """Raise ManifestError naming the field unless the spec is well formed enough to
+        build its pods' podSets (`mkq validate`)."""
+        ...
+
+
+class PodGroupParentKind(PodParentKind, Protocol):
+    """A pod parent whose pods are one group with one Workload that its reconciler builds
+    and owns (Kueue's StatefulSet reconciler and its pod reconciler)."""
+
+    # The QuotaReserved message of its Workload while scaled to zero.
+    on_hold_message: str
+
+    def is_managed(self, obj: JsonObject) -> bool: ...
+
+    def workload_name(self, obj: JsonObject) -> str: ...
+
+    def creates_workload(self, obj: JsonObject) -> bool: ...
+
+    def pod_sets(self, obj: JsonObject) -> list[JsonObject]: ...
+
+    def workload_annotations(self, obj: JsonObject) -> dict[str, str]: ...
+
+    def priority_class_name(self, obj: JsonObject) -> str | None: ...
+
+    def controls_pod(self, pod: JsonObject, obj: JsonObject) -> bool: ...
+
+    def pod_defaults(self, obj: JsonObject, pod: JsonObject) -> JsonObject | None: ...
+
+
+def is_on_hold(workload: JsonObject) -> bool:
+    """workload.IsOnHold: QuotaReserved=False with reason OnHold."""
+    for condition in (workload.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "QuotaReserved":
+            return bool(
+                condition.get("status") == "False" and condition.get("reason") == ON_HOLD_REASON
+            )
+    return False
+
+
+def template_of(obj: JsonObject) -> JsonObject:
+    """The pod template (`spec.template`) of a copy, made if missing."""
+    template: JsonObject = obj.setdefault("spec", {}).setdefault("template", {})
+    return template
+
+
+def managed_by_another_framework(obj: JsonObject, framework: str) -> str | None:
+    """The framework that marked the template, when not `framework` (Kueue's
+    managedByAnotherFramework: a LeaderWorkerSet's StatefulSets, say)."""
+    template = field_at(obj, ("spec", "template")) or {}
+    found = annotations_of(template).get(SUSPENDED_BY_PARENT_ANNOTATION)
+    return found if found is not None and found != framework else None
+
+
+def mark_template(obj: JsonObject, framework: str, labels: Mapping[str, str]) -> JsonObject:
+    """A copy whose template carries the suspending-parent annotation and `labels`."""
+    result = json_copy(obj)
+    metadata = template_of(result).setdefault("metadata", {})
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        SUSPENDED_BY_PARENT_ANNOTATION: framework,
+    }
+    if labels:
+        metadata["labels"] = {**(metadata.get("labels") or {}), **labels}
+    return result
+
+
+def replicas(obj: JsonObject) -> int:
+    """spec.replicas, 1 when unset (ptr.Deref(spec.Replicas, 1))."""
+    value = field_at(obj, ("spec", "replicas"))
+    return 1 if value is None else int(value)
+
+
+def ready_replicas(obj: JsonObject) -> int:
+    return int(field_at(obj, ("status", "readyReplicas")) or 0)
+
+
+def queue_name_problems(obj: JsonObject) -> list[str]:
+    """ValidateQueueName: the queue-name label, when set, is a DNS subdomain."""
+    value = labels_of(obj).get(QUEUE_NAME_LABEL)
+    if value is None or (len(value) <= 253 and _DNS_SUBDOMAIN.fullmatch(value)):
+        return []
+    return [
+        f"{_QUEUE_PATH}: Invalid value: {value!r}: a lowercase RFC 1123 subdomain must consist "
+        "of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+        "alphanumeric character"
+    ]
+
+
+def serving_update_problems(old: JsonObject, new: JsonObject) -> list[str]:
+    """What both kinds refuse on update (ValidateUpdate of deployment_webhook.go and
+    statefulset_webhook.go): the queue name changes only while no replica is ready, and is
+    never removed; a priority class is never removed, nor added while replicas are ready."""
+    problems = queue_name_problems(new)
+    suspended = ready_replicas(old) == 0
+    old_queue = labels_of(old).get(QUEUE_NAME_LABEL) or ""
+    new_queue = labels_of(new).get(QUEUE_NAME_LABEL) or ""
+    if (not suspended or not new_queue) and new_queue != old_queue:
+        problems.append(f"{_QUEUE_PATH}: Invalid value: {new_queue!r}: field is immutable")
+    old_priority = labels_of(old).get(PRIORITY_CLASS_LABEL) or ""
+    new_priority = labels_of(new).get(PRIORITY_CLASS_LABEL) or ""
+    if not suspended and not old_priority and new_priority:
+        problems.append(
+            f"{_PRIORITY_PATH}: Invalid value: {new_priority!r}: WorkloadPriorityClass cannot "
+            "be added to a non-suspended workload"
+        )
+    if not new_priority and old_priority:
+        problems.append(
+            f"{_PRIORITY_PATH}: Invalid value: '': WorkloadPriorityClass cannot be removed "
+            "from a workload"
+        )
+    return problems
