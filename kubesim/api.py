@@ -16,15 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from kueue_api.jsoncopy import json_copy
-from kueue_api.timestamps import rfc3339
-
-from . import apply as ssa
-from . import schema as schema_mod
-from . import strategies, validation_rules
-from .admission import CREATE, DELETE, UPDATE, Admission, Attributes
-from .crds import established_status, resource_type_for
-from .errors import (
+from kueue_api.api_errors import (
     ApiError,
     already_exists,
     bad_request,
@@ -34,6 +26,14 @@ from .errors import (
     invalid,
     not_found,
 )
+from kueue_api.jsoncopy import json_copy
+from kueue_api.timestamps import rfc3339
+
+from . import apply as ssa
+from . import schema as schema_mod
+from . import strategies, validation_rules
+from .admission import CREATE, DELETE, UPDATE, Admission, Attributes
+from .crds import established_status, resource_type_for
 from .jsoncodec import dumps, loads
 from .patches import json_patch, merge_patch, strategic_merge_patch
 from .resources import Registry, ResourceType

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kueue_api.api_errors import ApiError
 from kueue_api.jsoncopy import json_copy
 
 from . import jsoncodec
-from .errors import ApiError
 from .patches import MERGE_KEYS
 
 Obj = dict[str, Any]

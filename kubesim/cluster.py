@@ -28,8 +28,10 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from kueue_api.api_errors import ApiError
+
+from .aggregator import Aggregator, FrontProxy
 from .api import CRD_KEY, Api
-from .errors import ApiError
 from .events import EventRecorder
 from .garbage_collector import GarbageCollector, NamespaceController
 from .job_controller import JobController
@@ -244,6 +246,7 @@ class _Files:
     temp_dir: Path | None
     ssl_context: ssl.SSLContext
     ca_data: str
+    front_proxy: FrontProxy
 
 
 def _prepare_files(spec: ClusterSpec) -> _Files:
@@ -260,7 +263,8 @@ def _prepare_files(spec: ClusterSpec) -> _Files:
         directory = Path(tempfile.mkdtemp(prefix=f"kubesim-{spec.name}-"))
         temp_dir = directory
     ssl_context, ca_data = _self_signed(directory)
-    return _Files(shapes, crds, directory, temp_dir, ssl_context, ca_data)
+    front_proxy = FrontProxy.create(directory)
+    return _Files(shapes, crds, directory, temp_dir, ssl_context, ca_data, front_proxy)
 
 
 def _write_kubeconfig(path: Path, kubeconfig: dict[str, Any]) -> None:
@@ -345,10 +349,16 @@ async def start_cluster(spec: ClusterSpec) -> RunningCluster:
     token = spec.token or secrets.token_urlsafe(24)
     issuer = TokenIssuer(api)
     webhooks = Webhooks(api.store, spec.webhook_services)
+    aggregator = Aggregator(api.store, webhooks, files.front_proxy)
     try:
         _seed(api, spec, files)
+        api.create(
+            api.type_for("/configmaps"), "kube-system", aggregator.authentication_config_map()
+        )
         runner, url, https_url = await _listen(
-            ApiServer(api, frozenset({token}), spec.bookmark_interval, issuer, webhooks),
+            ApiServer(
+                api, frozenset({token}), spec.bookmark_interval, issuer, webhooks, aggregator
+            ),
             spec,
             files.ssl_context,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import ApiError
+from kueue_api.api_errors import ApiError
 
 Obj = dict[str, Any]
 

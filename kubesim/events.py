@@ -10,8 +10,9 @@ import secrets
 from collections import deque
 from typing import Any
 
+from kueue_api.api_errors import ApiError
+
 from .api import Api
-from .errors import ApiError
 
 Obj = dict[str, Any]
 EVENT_KEY = "/events"

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from kueue_api.api_errors import ApiError
+
 from .api import Api
-from .errors import ApiError
 from .events import EventRecorder
 from .reconciler import Reconciler
 from .scheduling import POD_KEY

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from kueue_api.api_errors import ApiError
 from kueue_api.jsoncopy import json_copy
 
 from .api import Api
-from .errors import ApiError
 from .events import EventRecorder
 from .job_controller import JOB_KEY
 from .reconciler import Reconciler

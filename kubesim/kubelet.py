@@ -17,9 +17,10 @@ import re
 import time
 from typing import Any
 
+from kueue_api.api_errors import ApiError
+
 from .api import Api
 from .durations import parse_duration
-from .errors import ApiError
 from .events import EventRecorder
 from .scheduling import POD_KEY
 from .store import DELETED, Event

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_api.api_errors import ApiError, bad_request
 from kueue_api.jsoncopy import json_copy
-
-from .errors import ApiError, bad_request
 
 # ---- JSON merge patch ------------------------------------------------------------------------
 

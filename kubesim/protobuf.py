@@ -16,9 +16,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from kueue_api.api_errors import ApiError, bad_request
 from kueue_api.timestamps import micro_time, rfc3339
-
-from .errors import ApiError, bad_request
 
 MAGIC = b"k8s\x00"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1."

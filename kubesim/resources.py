@@ -125,6 +125,18 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ),
     _builtin("", "v1", "secrets", "Secret", True),
     _builtin("", "v1", "configmaps", "ConfigMap", True, short=("cm",)),
+    # Stored, never allocated a clusterIP or endpoints: kubesim runs no Service; the aggregator
+    # (kubesim/aggregator.py) and the webhook client resolve them.
+    _builtin(
+        "",
+        "v1",
+        "services",
+        "Service",
+        True,
+        short=("svc",),
+        categories=("all",),
+        subresources=("status",),
+    ),
     _builtin("", "v1", "podtemplates", "PodTemplate", True),
     _builtin("", "v1", "events", "Event", True, short=("ev",)),
     # Served over the storage of core/v1 Events (kubesim/event_versions.py converts).
@@ -192,6 +204,16 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         False,
         categories=("api-extensions",),
         generation=True,
+    ),
+    # Aggregated APIs: kubesim proxies a group/version an APIService hands to a Service.
+    _builtin(
+        "apiregistration.k8s.io",
+        "v1",
+        "apiservices",
+        "APIService",
+        False,
+        categories=("api-extensions",),
+        subresources=("status",),
     ),
     _review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
     _review("authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"),

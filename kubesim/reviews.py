@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import bad_request
+from kueue_api.api_errors import bad_request
+
 from .resources import ResourceType
 
 Obj = dict[str, Any]

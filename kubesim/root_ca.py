@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kueue_api.api_errors import ApiError
+
 from .api import NAMESPACE_KEY, Api, WriteOptions
-from .errors import ApiError
 from .reconciler import Reconciler
 from .store import DELETED, Event
 

@@ -9,8 +9,9 @@ import asyncio
 import logging
 from typing import Any
 
+from kueue_api.api_errors import ApiError
+
 from .api import Api
-from .errors import ApiError
 from .events import EventRecorder
 from .scheduling import NODE_KEY, POD_KEY, bind_pod, node_allocatable, node_rejection, pod_requests
 from .store import DELETED, Event

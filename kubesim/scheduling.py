@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kueue_api.api_errors import ApiError, conflict, not_found
 from kueue_api.pod_requests import pod_spec_requests
 
 from .api import Api
-from .errors import ApiError, conflict, not_found
 from .quantities import milli, resource_list
 from .store import MODIFIED
 

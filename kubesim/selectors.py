@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ApiError, bad_request
+from kueue_api.api_errors import ApiError, bad_request
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,17 @@ from typing import Any
 import yaml
 from aiohttp import HttpVersion11, web
 
+from kueue_api.api_errors import (
+    ApiError,
+    bad_request,
+    method_not_allowed,
+    not_found,
+    unauthorized,
+    unsupported_media_type,
+)
+
 from . import discovery, event_versions, jsoncodec, tables
+from .aggregator import Aggregator
 from .api import (
     APPLY_PATCH,
     APPLY_PATCH_CBOR,
@@ -24,16 +34,9 @@ from .api import (
     Api,
     WriteOptions,
 )
-from .errors import (
-    ApiError,
-    bad_request,
-    method_not_allowed,
-    not_found,
-    unauthorized,
-    unsupported_media_type,
-)
 from .protobuf import decode_object
 from .resources import ResourceType
+from .reviews import USER as ADMIN_USER
 from .reviews import review_answer
 from .selectors import (
     fields_match,
@@ -147,8 +150,10 @@ class ApiServer:
         bookmark_interval: float = BOOKMARK_INTERVAL,
         issuer: TokenIssuer | None = None,
         webhooks: Webhooks | None = None,
+        aggregator: Aggregator | None = None,
     ) -> None:
         self.api = api
+        self.aggregator = aggregator
         self.issuer = issuer or TokenIssuer(api)
         self.webhooks = webhooks
         self.bookmark_interval = bookmark_interval
@@ -255,6 +260,11 @@ class ApiServer:
                     )
                 return _json_response(document)
             version = parts[2]
+            if self.aggregator is not None:
+                api_service = self.aggregator.api_service(group, version)
+                if api_service is not None:
+                    user = request.get(USER_KEY) or ADMIN_USER
+                    return await self.aggregator.proxy(request, api_service, user)
             if len(parts) == 3:
                 if not self.api.registry.in_group_version(group, version):
                     raise ApiError(

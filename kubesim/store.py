@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kueue_api.api_errors import gone
+
 from . import jsoncodec
-from .errors import gone
 
 Obj = dict[str, Any]
 Predicate = Callable[[Obj], bool]

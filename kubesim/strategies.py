@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kueue_api.api_errors import invalid
 from kueue_api.cel.crd_checks import crd_rule_errors
 from kueue_api.jobs.jobset import with_webhook_defaults as jobset_webhook_defaults
 from kueue_api.jsoncopy import json_copy
 
 from . import dra_selectors, webhook_configs
-from .errors import invalid
 from .resources import ResourceType
 
 Obj = dict[str, Any]

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from kueue_api.api_errors import ApiError, bad_request
 from kueue_api.timestamps import rfc3339
 
 from .api import Api
-from .errors import ApiError, bad_request
 from .reconciler import Reconciler
 from .store import DELETED, Event
 

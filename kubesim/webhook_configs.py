@@ -14,7 +14,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import bad_request
+from kueue_api.api_errors import bad_request
 
 Obj = dict[str, Any]
 Causes = list[tuple[str, str]]

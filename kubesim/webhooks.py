@@ -27,9 +27,10 @@ from typing import Any
 
 import aiohttp
 
+from kueue_api.api_errors import ApiError, bad_request
+
 from . import jsoncodec
 from .admission import Attributes
-from .errors import ApiError, bad_request
 from .patches import json_patch
 from .reviews import USER
 from .store import Store
@@ -162,7 +163,8 @@ class Webhooks:
             self._contexts[ca_bundle] = context
         return context
 
-    def _client_session(self) -> aiohttp.ClientSession:
+    def client_session(self) -> aiohttp.ClientSession:
+        """The cluster's one HTTP client session (webhook calls, aggregated API requests)."""
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0), trust_env=False
@@ -177,7 +179,7 @@ class Webhooks:
         prefix = f'failed to call webhook: Post "{shown}{query}": '
         try:
             async with asyncio.timeout(hook.timeout_seconds):
-                async with self._client_session().post(
+                async with self.client_session().post(
                     url + query,
                     data=jsoncodec.dumps(review),
                     headers={"Content-Type": "application/json", "Accept": "application/json"},

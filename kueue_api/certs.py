@@ -122,3 +122,29 @@ def new_serving(
         .sign(ca_key, hashes.SHA256())
     )
     return KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem(key))
+
+
+def new_client(
+    ca: KeyPair,
+    common_name: str,
+    now: datetime.datetime,
+    validity: datetime.timedelta,
+    organizations: Sequence[str] = (),
+) -> KeyPair:
+    """A client certificate (user `common_name`, groups `organizations`), signed by `ca`."""
+    ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        builder(
+            subject(common_name, organizations),
+            ca.certificate.subject,
+            key.public_key(),
+            now,
+            validity,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem(key))

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from kubesim import ClusterSpec, run_clusters
-from mkq.demo.system import agent_webhooks
+from mkq.demo.system import KUEUE_NAMESPACE, agent_webhooks
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.resources import JOBS, WORKLOADS
@@ -102,6 +102,34 @@ async def workload_of(client: KubeClient, owner: dict[str, Any]) -> dict[str, An
     return None
 
 
+def pending_workload(
+    name: str, queue: str, priority: int, cpu: str = "1", namespace: str = "default"
+) -> dict[str, Any]:
+    """A Workload of one pod asking `cpu`, queued in LocalQueue `queue` at `priority`."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "queueName": queue,
+            "priority": priority,
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+                            ]
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
 async def create_all(client: KubeClient, objects: list[dict[str, Any]]) -> None:
     from mkq.demo.manifests import create
 
@@ -109,12 +137,14 @@ async def create_all(client: KubeClient, objects: list[dict[str, Any]]) -> None:
         await create(client, obj)
 
 
-def agent_for(client: KubeClient, port: int, cluster_name: str) -> Agent:
+def agent_for(client: KubeClient, port: int, cluster_name: str, visibility: bool = False) -> Agent:
+    """The agent with its webhooks on `port` (and with `visibility`, Kueue's visibility API
+    registered with the API server; the caller removes the APIService when done)."""
     config = AgentConfig(
         cluster_name=cluster_name,
         leader_elect=False,
         report_interval=0.5,
-        webhook=agent_webhooks(port),
+        webhook=agent_webhooks(port, visibility),
     )
     return Agent(config, client)
 
@@ -152,6 +182,32 @@ async def queueing_agent(client: KubeClient, name: str, setup: Path) -> AsyncIte
         yield agent
     finally:
         await agent.stop()
+
+
+async def unregister_agent(client: KubeClient) -> None:
+    """Remove what an agent out of cluster registered with the API server (its webhook
+    configurations, and the visibility APIService with its Service): a real cluster lives for
+    the session, and once the agent is gone they would refuse writes (failurePolicy Fail) and
+    leave discovery incomplete for the tests after it."""
+    from kueue_api.webhooks.configurations import (
+        MUTATING_NAME,
+        VALIDATING_NAME,
+        VISIBILITY_API_SERVICE,
+    )
+    from worker_agent.webhooks import API_SERVICES, MUTATING, SERVICES, VALIDATING
+
+    registered = (
+        (MUTATING, MUTATING_NAME, None),
+        (VALIDATING, VALIDATING_NAME, None),
+        (API_SERVICES, VISIBILITY_API_SERVICE, None),
+        (SERVICES, "mkq-agent-webhook", KUEUE_NAMESPACE),
+    )
+    for rt, name, namespace in registered:
+        try:
+            await client.delete(rt, name, namespace)
+        except ApiError as error:
+            if error.status != 404:
+                raise
 
 
 async def webhooks_answer(client: KubeClient) -> bool:

@@ -3,16 +3,20 @@ the agent's informer caches as the view of the cluster, certificates kept in a S
 agent's namespace, and their CA written into the webhook configurations.
 
 Every replica serves (not only the leader): kube-apiserver may call any pod behind the
-Service, and the informers that answer run on all of them.
+Service, and the informers that answer run on all of them. The same server answers Kueue's
+visibility API (worker_agent.visibility) for kube-apiserver's aggregator, through an APIService
+whose caBundle the agent fills as it fills the configurations'.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from kueue_api.jobs import KINDS, POD_PARENT_KINDS, job_kinds
 from kueue_api.jobs import pod as pods
@@ -20,10 +24,18 @@ from kueue_api.models.config import Configuration
 from kueue_api.webhooks.configurations import (
     MUTATING_NAME,
     VALIDATING_NAME,
+    VISIBILITY_API_SERVICE,
+    external_service,
+    visibility_api_service,
     webhook_configurations,
 )
 from kueue_api.webhooks.mutation import Defaulting, frameworks_of
-from kueue_api.webhooks.server import Certificates, WebhookServer, admission_handlers
+from kueue_api.webhooks.server import (
+    Certificates,
+    FrontProxy,
+    WebhookServer,
+    admission_handlers,
+)
 from worker_agent.informers import InformerSet
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.resources import (
@@ -34,6 +46,8 @@ from worker_agent.resources import (
     WORKLOADS,
     ResourceType,
 )
+from worker_agent.visibility import PREFIX as VISIBILITY_PREFIX
+from worker_agent.visibility import VisibilityApi
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +68,13 @@ VALIDATING = ResourceType(
     "ValidatingWebhookConfiguration",
     False,
 )
+CONFIG_MAPS = ResourceType("", "v1", "configmaps", "ConfigMap", True)
+SERVICES = ResourceType("", "v1", "services", "Service", True)
+API_SERVICES = ResourceType("apiregistration.k8s.io", "v1", "apiservices", "APIService", False)
 SECRET_NAME = "mkq-agent-webhook-cert"
+# Where kube-apiserver publishes its front proxy's CA and names (readable with the Role
+# extension-apiserver-authentication-reader, which deploy/ binds to the agent).
+AUTHENTICATION_CONFIG_MAP = ("kube-system", "extension-apiserver-authentication")
 # The frameworks the agent runs when no Configuration names them.
 AGENT_FRAMEWORKS = frozenset(
     {
@@ -80,6 +100,11 @@ class WebhookConfig:
     service: str = "mkq-agent-webhook"
     url: str | None = None
     extra_names: tuple[str, ...] = ("127.0.0.1", "localhost")
+    # Out of cluster: also register the visibility API (an APIService and a Service naming the
+    # URL's host), which deploy/ installs in-cluster. Off unless asked: once this agent is gone,
+    # an APIService naming it leaves kube-apiserver's discovery incomplete, and namespace
+    # deletion waits for it.
+    register_visibility: bool = False
 
 
 class InformerView:
@@ -146,12 +171,16 @@ class SecretCertStore:
         namespace: str,
         configurations: Sequence[JsonObject] | None,
         configuration_names: tuple[str, str] = (MUTATING_NAME, VALIDATING_NAME),
+        api_service: tuple[JsonObject, JsonObject] | None = None,
     ) -> None:
         self._client = client
         self._namespace = namespace
         # Given: the agent writes these (URL mode); None: deploy/ installed them.
         self._configurations = configurations
         self._names = configuration_names
+        # Given: the visibility APIService and the Service it names, written by the agent (URL
+        # mode); None: the APIService deploy/ installed, if it is there.
+        self._api_service = api_service
 
     async def load(self) -> Certificates | None:
         try:
@@ -195,9 +224,71 @@ class SecretCertStore:
             mutating, validating = self._configurations
             await self._write(MUTATING, mutating, encoded)
             await self._write(VALIDATING, validating, encoded)
+        else:
+            await self._refresh(MUTATING, self._names[0], encoded)
+            await self._refresh(VALIDATING, self._names[1], encoded)
+        await self._publish_api_service(encoded)
+
+    async def _publish_api_service(self, bundle: str) -> None:
+        """The visibility APIService's caBundle (and, in URL mode, the APIService and its
+        Service written). A server without APIServices (404) or an agent not allowed to
+        touch it (403) goes without the visibility API, and the webhooks still serve."""
+        try:
+            if self._api_service is not None:
+                api_service, service = self._api_service
+                await self._put(SERVICES, service)
+                wanted = {**api_service, "spec": {**api_service["spec"], "caBundle": bundle}}
+            else:
+                current = await self._client.get(API_SERVICES, VISIBILITY_API_SERVICE)
+                wanted = {**current, "spec": {**current["spec"], "caBundle": bundle}}
+            await self._put(API_SERVICES, wanted)
+        except ApiError as error:
+            if error.status not in (403, 404):
+                raise
+            log.warning(
+                "visibility API: APIService %s not written (%s); "
+                "deploy/base/agent/visibility.yaml installs it",
+                VISIBILITY_API_SERVICE,
+                error,
+            )
+
+    async def _put(self, rt: ResourceType, wanted: JsonObject) -> None:
+        """Create `wanted`, or replace its spec where it differs."""
+        meta = wanted["metadata"]
+        try:
+            current = await self._client.get(rt, meta["name"], meta.get("namespace"))
+        except ApiError as error:
+            if error.status != 404:
+                raise
+            await self._client.create(rt, wanted)
             return
-        await self._refresh(MUTATING, self._names[0], encoded)
-        await self._refresh(VALIDATING, self._names[1], encoded)
+        if all(current.get("spec", {}).get(k) == v for k, v in wanted["spec"].items()):
+            return
+        body = {
+            **current,
+            "spec": {**current.get("spec", {}), **wanted["spec"]},
+        }
+        await self._client.replace(rt, body)
+
+    async def front_proxy(self) -> FrontProxy | None:
+        """kube-apiserver's front proxy, from the ConfigMap it publishes; None when it has none
+        (no --requestheader-client-ca-file) or the agent may not read it."""
+        namespace, name = AUTHENTICATION_CONFIG_MAP
+        try:
+            config_map = await self._client.get(CONFIG_MAPS, name, namespace)
+        except ApiError as error:
+            if error.status in (403, 404):
+                return None
+            raise
+        data = config_map.get("data") or {}
+        ca = data.get("requestheader-client-ca-file")
+        if not ca:
+            return None
+        try:
+            names = json.loads(data.get("requestheader-allowed-names") or "[]")
+        except ValueError:
+            names = []
+        return FrontProxy(ca.encode(), frozenset(str(n) for n in names or []))
 
     async def _refresh(self, rt: ResourceType, name: str, bundle: str) -> None:
         """The caBundle of a configuration deploy/ installed."""
@@ -255,10 +346,21 @@ def agent_webhook_server(
         if config.url is not None
         else None
     )
+    api_service = None
+    if config.url is not None and config.register_visibility:
+        address = urlsplit(config.url)
+        service = (namespace, config.service)
+        api_service = (
+            visibility_api_service(service, port=address.port or 443),
+            external_service(service, address.hostname or "localhost"),
+        )
+    store = SecretCertStore(client, namespace, written, api_service=api_service)
     return WebhookServer(
         admission_handlers(InformerView(informers), defaulting),
-        SecretCertStore(client, namespace, written),
+        store,
         host=config.host,
         port=config.port,
         names=[*service_names, *config.extra_names],
+        apis={VISIBILITY_PREFIX: VisibilityApi(informers, configuration)},
+        front_proxy=store.front_proxy,
     )

@@ -70,6 +70,49 @@ _KUEUE_RESOURCES = (
 )
 
 
+# Kueue's visibility API, which the agent serves beside the webhooks (worker_agent.visibility).
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+VISIBILITY_VERSION = "v1beta2"
+VISIBILITY_API_SERVICE = f"{VISIBILITY_VERSION}.{VISIBILITY_GROUP}"
+
+
+def visibility_api_service(
+    service: tuple[str, str], *, port: int = 443, ca_bundle: str | None = None
+) -> JsonObject:
+    """The APIService through which kube-apiserver serves the visibility API from the agent
+    behind `service` (namespace, name), as Kueue's config/components/visibility registers it,
+    but with the agent's certificate verified against `ca_bundle` where Kueue skips it."""
+    namespace, name = service
+    spec: JsonObject = {
+        "group": VISIBILITY_GROUP,
+        "version": VISIBILITY_VERSION,
+        "groupPriorityMinimum": 100,
+        "versionPriority": 100,
+        "service": {"namespace": namespace, "name": name, "port": port},
+    }
+    if ca_bundle:
+        spec["caBundle"] = ca_bundle
+    return {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": VISIBILITY_API_SERVICE},
+        "spec": spec,
+    }
+
+
+def external_service(service: tuple[str, str], host: str) -> JsonObject:
+    """A Service that names `host` (an ExternalName), for an agent outside the cluster (the
+    demo, the tests): kube-apiserver's aggregator reaches an ExternalName Service at that host
+    and the APIService's port, and verifies the certificate for `<name>.<namespace>.svc`."""
+    namespace, name = service
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"type": "ExternalName", "externalName": host},
+    }
+
+
 def _client_config(
     path: str, *, url: str | None, service: tuple[str, str] | None, ca_bundle: str | None
 ) -> JsonObject:

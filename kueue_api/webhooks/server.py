@@ -1,4 +1,5 @@
-"""The webhook server: AdmissionReview over HTTPS, with a certificate it manages itself.
+"""The webhook server: AdmissionReview over HTTPS, with a certificate it manages itself, and
+beside the reviews the GET paths of an aggregated API (the agent's visibility API).
 
 As Kueue's internal cert management (cert-controller) does: a CA and a serving certificate it
 signs are kept in a Secret (so replicas share them), the CA goes into the webhook
@@ -19,13 +20,14 @@ import logging
 import shutil
 import ssl
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from aiohttp import web
 
+from kueue_api.api_errors import forbidden, unauthorized
 from kueue_api.certs import KeyPair, new_ca, new_serving
 from kueue_api.webhooks.configurations import MUTATE_PATH, VALIDATE_PATH
 from kueue_api.webhooks.mutation import ClusterView, Defaulting, mutate
@@ -46,6 +48,21 @@ MAX_REVIEW_BYTES = 8 * 1024 * 1024
 SHUTDOWN_SECONDS = 1.0
 
 Handler = Callable[[Request], Answer]
+ApiHandler = Callable[[str, Mapping[str, str]], Awaitable[tuple[int, Any]]]
+"""An aggregated API's GET: (path below its prefix, query) -> (HTTP status, JSON body)."""
+
+
+@dataclass(frozen=True)
+class FrontProxy:
+    """Who may call an aggregated API: kube-apiserver's front-proxy client
+    (--proxy-client-cert-file), whose certificate the CA it publishes signs
+    (`requestheader-client-ca-file` in ConfigMap kube-system/extension-apiserver-authentication)
+    and whose name is one of `requestheader-allowed-names` (any name when that is empty).
+    kube-apiserver has authenticated and authorized the user before it proxies; the check
+    keeps everyone else from reaching the API past it."""
+
+    ca_pem: bytes
+    allowed_names: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -158,7 +175,8 @@ class CertStore(Protocol):
 
 
 class WebhookServer:
-    """Serves `handlers` (path -> pure decision) on host:port over TLS."""
+    """Serves `handlers` (path -> pure decision) on host:port over TLS, and `apis` (path
+    prefix -> ApiHandler) to kube-apiserver's front proxy."""
 
     def __init__(
         self,
@@ -170,8 +188,14 @@ class WebhookServer:
         names: Sequence[str],
         clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
         check_every: float = 3600.0,
+        apis: Mapping[str, ApiHandler] | None = None,
+        front_proxy: Callable[[], Awaitable[FrontProxy | None]] | None = None,
     ) -> None:
+        """`apis` are served only to the caller `front_proxy` reads (None while unknown)."""
         self._handlers = dict(handlers)
+        self._apis = dict(apis or {})
+        self._load_front_proxy = front_proxy
+        self._front_proxy: FrontProxy | None = None
         self._store = store
         self._host, self._port = host, port
         self._names = list(names)
@@ -195,6 +219,8 @@ class WebhookServer:
         for path in self._handlers:
             app.router.add_post(path, self._serve)
         app.router.add_get("/healthz", self._healthz)
+        for prefix in self._apis:
+            app.router.add_get(prefix + "{path:(/.*)?}", self._serve_api)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port, ssl_context=self._ssl)
@@ -234,6 +260,25 @@ class WebhookServer:
             self._ssl.load_cert_chain(cert, key)
             self.certificates = current
         await self._store.publish(current.bundle)
+        if self._load_front_proxy is not None:
+            await self._trust_front_proxy(self._load_front_proxy)
+
+    async def _trust_front_proxy(self, load: Callable[[], Awaitable[FrontProxy | None]]) -> None:
+        """Ask for client certificates signed by the front proxy's CA (optional: kube-apiserver
+        calls the webhooks without one)."""
+        front = await load()
+        if front is None:
+            if self._front_proxy is None:
+                log.warning(
+                    "aggregated API: kube-apiserver's front-proxy CA is not known (ConfigMap "
+                    "kube-system/extension-apiserver-authentication); every call is refused "
+                    "until it is (checked again with the certificates)"
+                )
+            return
+        if front != self._front_proxy:
+            self._ssl.load_verify_locations(cadata=front.ca_pem.decode())
+            self._ssl.verify_mode = ssl.CERT_OPTIONAL
+            self._front_proxy = front
 
     async def _renew_periodically(self) -> None:
         while True:
@@ -245,6 +290,36 @@ class WebhookServer:
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")
+
+    def _caller_refused(self, http: web.Request) -> web.Response | None:
+        """A Status unless the caller is the front proxy (see FrontProxy)."""
+        front = self._front_proxy
+        peer = http.transport.get_extra_info("peercert") if http.transport else None
+        if front is None or not peer:
+            error = unauthorized()
+            return web.json_response(error.status(), status=error.code)
+        names = {
+            value for rdn in peer.get("subject", ()) for key, value in rdn if key == "commonName"
+        }
+        if front.allowed_names and not names & front.allowed_names:
+            error = forbidden(f"client certificate {sorted(names)} is not an allowed front proxy")
+            return web.json_response(error.status(), status=error.code)
+        return None
+
+    async def _serve_api(self, http: web.Request) -> web.Response:
+        refused = self._caller_refused(http)
+        if refused is not None:
+            return refused
+        path = http.match_info.get("path", "")
+        prefix = http.path[: len(http.path) - len(path)] if path else http.path
+        handler = self._apis[prefix]
+        try:
+            status, body = await handler(path, dict(http.query))
+        except Exception:
+            log.exception("aggregated API GET %s failed", http.path)
+            return web.json_response({"error": "internal error"}, status=500)
+        self.served += 1
+        return web.json_response(body, status=status)
 
     async def _serve(self, http: web.Request) -> web.Response:
         handler = self._handlers[http.path]

@@ -78,6 +78,13 @@ def agent() -> None:
     help="Out of cluster: the https URL kube-apiserver reaches this server at; the agent "
     "then writes the webhook configurations itself.",
 )
+@click.option(
+    "--register-visibility",
+    is_flag=True,
+    default=False,
+    help="With --webhook-url: also register Kueue's visibility API with the API server (the "
+    "APIService and a Service naming the URL's host), which deploy/ installs in-cluster.",
+)
 @click.option("--context", default=None, help="Kubeconfig context (default: current).")
 @click.option("--leader-elect/--no-leader-elect", default=True, show_default=True)
 @click.option("--lease-namespace", default="default", show_default=True)
@@ -158,6 +165,7 @@ def run(
     webhook_namespace: str,
     webhook_service: str,
     webhook_url: str | None,
+    register_visibility: bool,
     context: str | None,
     leader_elect: bool,
     lease_namespace: str,
@@ -197,6 +205,9 @@ def run(
     if webhook_url is not None and webhook_port is None:
         console.print("[red]error:[/red] --webhook-url needs --webhook-port")
         sys.exit(2)
+    if register_visibility and webhook_url is None:
+        console.print("[red]error:[/red] --register-visibility needs --webhook-url")
+        sys.exit(2)
     if webhook_url is not None and not webhook_url.startswith("https://"):
         console.print(f"[red]error:[/red] --webhook-url {webhook_url}: must be an https:// URL")
         sys.exit(2)
@@ -232,6 +243,7 @@ def run(
             namespace=webhook_namespace,
             service=webhook_service,
             url=webhook_url,
+            register_visibility=register_visibility,
         )
         if webhook_port is not None
         else None,

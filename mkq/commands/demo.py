@@ -114,6 +114,11 @@ def _print_access(console: Console, system: DemoSystem) -> None:
         console.print(
             f"  kubectl --kubeconfig {cluster.kubeconfig_path} get clusterqueues,workloads -A"
         )
+        console.print(
+            f"  kubectl --kubeconfig {cluster.kubeconfig_path} get --raw "
+            "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/CQ/pendingworkloads"
+            "  # Kueue's visibility API"
+        )
     agents = [*system.agents, *([system.manager_kueue] if system.manager_kueue else [])]
     for agent in agents:
         if agent.health_port is not None:

@@ -6,32 +6,27 @@ POSITION IN QUEUE."""
 
 from __future__ import annotations
 
-from worker_agent.cache import Change, object_key
+from worker_agent.cache import object_key
 from worker_agent.engine import PendingPosition, pending_positions
-from worker_agent.engine_feed import ENGINE_RESOURCES, EngineFeed
+from worker_agent.engine_feed import EngineFeed
 from worker_agent.kube_client import ApiError, KubeClient
-from worker_agent.resources import NODES, PODS, ResourceType
-
-# Nodes and pods place workloads (TAS, DRA) but never order them.
-_ORDER_INPUTS: tuple[ResourceType, ...] = tuple(
-    rt for rt in ENGINE_RESOURCES if rt not in (NODES, PODS) and rt.group in ("", "kueue.x-k8s.io")
-)
+from worker_agent.resources import ResourceType
+from worker_agent.visibility import ORDER_INPUTS, feed_of
 
 
 async def engine_feed(client: KubeClient) -> EngineFeed:
     """An engine state holding the cluster's queues and Workloads as they are now; a kind
     the server does not serve or the user may not read is left out."""
-    feed = EngineFeed()
-    for rt in _ORDER_INPUTS:
+    objects: dict[ResourceType, dict[str, dict[str, object]]] = {}
+    for rt in ORDER_INPUTS:
         try:
             items, _ = await client.list(rt)
         except ApiError as error:
             if error.status in (403, 404):
                 continue
             raise
-        for obj in items:
-            feed.apply(rt, Change(object_key(obj), None, obj))
-    return feed
+        objects[rt] = {object_key(obj): obj for obj in items}
+    return feed_of(objects)
 
 
 def positions_of(feed: EngineFeed, cluster_queue: str) -> list[PendingPosition]:

@@ -50,10 +50,15 @@ def agent_namespace() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
 
 
-def agent_webhooks(port: int) -> WebhookConfig:
-    """An agent's webhooks out of cluster: on loopback, where the API server calls them."""
+def agent_webhooks(port: int, visibility: bool = False) -> WebhookConfig:
+    """An agent's webhooks out of cluster: on loopback, where the API server calls them; with
+    `visibility`, Kueue's visibility API registered with the API server there too."""
     return WebhookConfig(
-        port=port, host="127.0.0.1", url=f"https://127.0.0.1:{port}", namespace=KUEUE_NAMESPACE
+        port=port,
+        host="127.0.0.1",
+        url=f"https://127.0.0.1:{port}",
+        namespace=KUEUE_NAMESPACE,
+        register_visibility=visibility,
     )
 
 
@@ -296,7 +301,11 @@ async def start_system(
         # Kueue on the manager cluster: its queues and quota hold every job until there is
         # room, then the manager's MultiKueue check dispatches it (as Kueue's MultiKueue).
         manager_kueue = Agent(
-            AgentConfig(cluster_name=MANAGER, webhook=agent_webhooks(_free_port()), metrics_port=0),
+            AgentConfig(
+                cluster_name=MANAGER,
+                webhook=agent_webhooks(_free_port(), visibility=True),
+                metrics_port=0,
+            ),
             clients[MANAGER],
         )
         await manager_kueue.start()
@@ -310,7 +319,8 @@ async def start_system(
                 token=tokens[name],
                 report_interval=0.5,
                 # Kueue's webhooks: a Job is suspended, a Pod gated, when it is created.
-                webhook=agent_webhooks(_free_port()),
+                # Kueue's visibility API too: kubectl get --raw /apis/visibility.kueue.x-k8s.io/...
+                webhook=agent_webhooks(_free_port(), visibility=True),
                 metrics_port=0,  # /metrics on a free port, printed by --keep-running
             )
             agent = Agent(config, clients[name])

@@ -31,7 +31,7 @@ import yaml
 
 from kubesim.nodes import load_profile, node_object
 from mkq.realk8s.binaries import REPO, ensure_control_plane
-from mkq.realk8s.pki import CLIENTS, SERVICE_IP, Pki, create_pki
+from mkq.realk8s.pki import CLIENTS, FRONT_PROXY_CLIENT, SERVICE_IP, Pki, create_pki
 
 STATE = "realk8s.json"
 NODE_PROFILES = REPO / "deploy" / "examples" / "nodes"
@@ -264,6 +264,16 @@ def _start_apiserver(
             "--allow-privileged=true",
             "--profiling=false",
             f"--cert-dir={cluster.directory / 'serving'}",
+            # The aggregation layer, for the agent's visibility API (an APIService): the
+            # client certificate it proxies with, and the CA and name it publishes in
+            # kube-system/extension-apiserver-authentication for the servers behind it.
+            f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
+            f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki.front_proxy_client_cert}",
+            f"--proxy-client-key-file={pki.front_proxy_client_key}",
             "--v=0",
         ],
     )

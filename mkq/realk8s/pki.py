@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from kueue_api.certs import builder, key_pem, new_ca, san_entries, subject
+from kueue_api.certs import KeyPair, builder, key_pem, new_ca, san_entries, subject
 
 VALIDITY = datetime.timedelta(days=365)
 # The first address of kube-apiserver's --service-cluster-ip-range: the `kubernetes` Service.
@@ -36,6 +36,10 @@ CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "scheduler": ("system:kube-scheduler", ()),
     "kwok": ("kwok-controller", ("system:masters",)),
 }
+# The name kube-apiserver's aggregator presents to aggregated API servers (the agent's
+# visibility API), from a CA of its own as kubeadm makes it: holding a client certificate of the
+# cluster's CA must not let anyone pass as the front proxy.
+FRONT_PROXY_CLIENT = "front-proxy-client"
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,18 @@ class Pki:
     def service_account_pub(self) -> Path:
         return self.directory / "sa.pub"
 
+    @property
+    def front_proxy_ca_cert(self) -> Path:
+        return self.directory / "front-proxy-ca.crt"
+
+    @property
+    def front_proxy_client_cert(self) -> Path:
+        return self.directory / "front-proxy-client.crt"
+
+    @property
+    def front_proxy_client_key(self) -> Path:
+        return self.directory / "front-proxy-client.key"
+
     def client_cert(self, client: str) -> Path:
         return self.directory / f"{client}.crt"
 
@@ -95,8 +111,8 @@ def create_pki(directory: Path, cluster: str) -> Pki:
     pki.ca_key.write_bytes(ca.key_pem)
     pki.ca_key.chmod(0o600)
     pki.ca_cert.write_bytes(ca.cert_pem)
-    ca_key = serialization.load_pem_private_key(ca.key_pem, password=None)
-    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    front_proxy_ca = new_ca(f"{cluster}-front-proxy-ca", now, VALIDITY)
+    pki.front_proxy_ca_cert.write_bytes(front_proxy_ca.cert_pem)
 
     def issue(
         cert_path: Path,
@@ -104,10 +120,13 @@ def create_pki(directory: Path, cluster: str) -> Pki:
         subject_name: x509.Name,
         usage: x509.ObjectIdentifier,
         names: list[x509.GeneralName] | None = None,
+        signer: KeyPair = ca,
     ) -> None:
+        signer_key = serialization.load_pem_private_key(signer.key_pem, password=None)
+        assert isinstance(signer_key, ec.EllipticCurvePrivateKey)
         key = ec.generate_private_key(ec.SECP256R1())
         cert_builder = builder(
-            subject_name, ca.certificate.subject, key.public_key(), now, VALIDITY
+            subject_name, signer.certificate.subject, key.public_key(), now, VALIDITY
         ).add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         if names:
             cert_builder = cert_builder.add_extension(
@@ -116,7 +135,7 @@ def create_pki(directory: Path, cluster: str) -> Pki:
         key_path.write_bytes(key_pem(key))
         key_path.chmod(0o600)
         cert_path.write_bytes(
-            cert_builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+            cert_builder.sign(signer_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
         )
 
     serving_names = san_entries(["localhost", *SERVICE_NAMES, "127.0.0.1", SERVICE_IP])
@@ -134,6 +153,13 @@ def create_pki(directory: Path, cluster: str) -> Pki:
             subject(user, groups),
             ExtendedKeyUsageOID.CLIENT_AUTH,
         )
+    issue(
+        pki.front_proxy_client_cert,
+        pki.front_proxy_client_key,
+        subject(FRONT_PROXY_CLIENT, ()),
+        ExtendedKeyUsageOID.CLIENT_AUTH,
+        signer=front_proxy_ca,
+    )
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write_key(pki.service_account_key, sa_key)
     pki.service_account_pub.write_bytes(

@@ -22,6 +22,7 @@ from tests.one_cluster import (
     create_all,
     eventually,
     free_port,
+    pending_workload,
     webhooks_answer,
     workload_of,
 )
@@ -209,31 +210,6 @@ async def test_create_localqueue_refuses_an_unknown_cluster_queue(
     assert (await client.get(LOCAL_QUEUES, "orphan", "default"))["spec"]["clusterQueue"] == (
         "no-such-cq"
     )
-
-
-def pending_workload(name: str, queue: str, priority: int) -> Obj:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "queueName": queue,
-            "priority": priority,
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": 1,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
-                            ]
-                        }
-                    },
-                }
-            ],
-        },
-    }
 
 
 async def test_pending_lists_positions_in_the_engines_order(

@@ -26,6 +26,7 @@ from tests.one_cluster import (
     documents,
     eventually,
     free_port,
+    unregister_agent,
     webhooks_answer,
 )
 from worker_agent.kube_client import ApiError, KubeClient
@@ -207,12 +208,7 @@ async def _running(client: KubeClient, name: str) -> bool:
 
 async def _clean(client: KubeClient) -> None:
     """The real cluster lives for the session: leave it as found."""
-    from kueue_api.webhooks.configurations import VALIDATING_NAME
-    from worker_agent.webhooks import VALIDATING
-
-    for rt, name in ((MUTATING, MUTATING_NAME), (VALIDATING, VALIDATING_NAME)):
-        with contextlib.suppress(ApiError):
-            await client.delete(rt, name)
+    await unregister_agent(client)
     for rt in (JOBS, PODS, WORKLOADS):
         items, _ = await client.list(rt, "default")
         for item in items:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from kubesim.api import MERGE_PATCH, STRATEGIC_PATCH, Api, WriteOptions
-from kubesim.errors import ApiError
 from kubesim.resources import Registry
 from kubesim.store import Store
+from kueue_api.api_errors import ApiError
 from kueue_api.jsoncopy import json_copy
 
 

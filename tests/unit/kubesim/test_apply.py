@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kubesim.apply import apply, builtin_list_keys, record_update
-from kubesim.errors import ApiError
+from kueue_api.api_errors import ApiError
 
 
 def test_apply_merges_and_removes_stale_fields() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubesim.errors import ApiError
 from kubesim.event_versions import core_field_selector, to_core, to_events_v1
+from kueue_api.api_errors import ApiError
 
 
 def test_a_minimal_core_event_reads_as_kube_encodes_it_through_events_k8s_io() -> None:

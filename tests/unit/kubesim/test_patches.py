@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubesim.errors import ApiError
 from kubesim.patches import json_patch, merge_patch, strategic_merge_patch
+from kueue_api.api_errors import ApiError
 
 
 def test_merge_patch_sets_and_removes() -> None:

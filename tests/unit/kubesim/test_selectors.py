@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from kubesim.errors import ApiError
 from kubesim.selectors import (
     fields_match,
     labels_match,
@@ -12,6 +11,7 @@ from kubesim.selectors import (
     parse_label_selector,
     selector_from_object,
 )
+from kueue_api.api_errors import ApiError
 
 LABELS = {"app": "web", "tier": "front", "env": "prod"}
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import yaml
 
-from kueue_api.webhooks.configurations import webhook_configurations
+from kueue_api.webhooks.configurations import visibility_api_service, webhook_configurations
 
-DEPLOYED = Path(__file__).resolve().parents[3] / "deploy" / "base" / "agent" / "webhooks.yaml"
+AGENT = Path(__file__).resolve().parents[3] / "deploy" / "base" / "agent"
+DEPLOYED = AGENT / "webhooks.yaml"
 
 
 def test_the_deployed_configurations_are_the_generated_ones() -> None:
@@ -19,6 +20,17 @@ def test_the_deployed_configurations_are_the_generated_ones() -> None:
     )
     (service,) = [d for d in documents if d["kind"] == "Service"]
     assert service["metadata"]["name"] == "mkq-agent-webhook"
+
+
+def test_the_deployed_visibility_api_service_is_the_generated_one() -> None:
+    documents = [d for d in yaml.safe_load_all((AGENT / "visibility.yaml").read_text()) if d]
+    (api_service,) = [d for d in documents if d["kind"] == "APIService"]
+    # The Service is the webhooks': one server answers both.
+    assert api_service == visibility_api_service(("mkq-system", "mkq-agent-webhook"))
+    readable = {
+        rule["resources"][0] for d in documents if d["kind"] == "ClusterRole" for rule in d["rules"]
+    }
+    assert readable == {"clusterqueues/pendingworkloads", "localqueues/pendingworkloads"}
 
 
 def test_scoped_as_kueue_scopes_its_webhooks() -> None:

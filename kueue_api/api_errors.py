@@ -1,4 +1,5 @@
-"""Kubernetes API errors as values: every failure becomes a `Status` body with reason and code."""
+"""Kubernetes API errors as values: every failure becomes a `Status` body with reason and code,
+in kube-apiserver's words (kubesim answers with them, and so does the agent's visibility API)."""
 
 from __future__ import annotations
 
