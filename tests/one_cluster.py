@@ -102,6 +102,43 @@ async def workload_of(client: KubeClient, owner: dict[str, Any]) -> dict[str, An
     return None
 
 
+def one_flavor_queues(
+    cluster_queue: str, local_queues: Sequence[str], cpu: str = "1", namespace: str = "default"
+) -> list[dict[str, Any]]:
+    """A ResourceFlavor `<cluster_queue>-flavor`, the ClusterQueue with `cpu` of it for every
+    namespace, and LocalQueues in `namespace` pointing at it."""
+    flavor = f"{cluster_queue}-flavor"
+    kueue = "kueue.x-k8s.io/v1beta2"
+    return [
+        {"apiVersion": kueue, "kind": "ResourceFlavor", "metadata": {"name": flavor}},
+        {
+            "apiVersion": kueue,
+            "kind": "ClusterQueue",
+            "metadata": {"name": cluster_queue},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}
+                        ],
+                    }
+                ],
+            },
+        },
+        *(
+            {
+                "apiVersion": kueue,
+                "kind": "LocalQueue",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"clusterQueue": cluster_queue},
+            }
+            for name in local_queues
+        ),
+    ]
+
+
 def pending_workload(
     name: str, queue: str, priority: int, cpu: str = "1", namespace: str = "default"
 ) -> dict[str, Any]:

@@ -11,7 +11,15 @@ from manager.api.bodies import RefuseNulBytes
 from manager.api.errors import error_responses, install_error_handlers
 from manager.api.forwarding import ForwardToLeader, close_leader_client
 from manager.api.openapi import documented
-from manager.api.routers import clusters, health, queues, replicas, reports, workloads
+from manager.api.routers import (
+    clusters,
+    health,
+    queues,
+    replicas,
+    reports,
+    visibility,
+    workloads,
+)
 from manager.runtime import ManagerRuntime
 
 
@@ -45,6 +53,7 @@ def create_app(open_runtime: Callable[[], Awaitable[ManagerRuntime]]) -> FastAPI
         reports.router,
         workloads.router,
         queues.router,
+        visibility.router,
         replicas.router,
         health.router,
     ):

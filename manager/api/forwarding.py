@@ -51,6 +51,7 @@ _HOP_HEADERS = frozenset(
     }
 )
 FORWARDED_BY_HEADER = "X-Mkq-Forwarded-By"
+VISIBILITY_PREFIX = "/api/v1/visibility/"
 RETRY_AFTER_SECONDS = 1
 # The leader's deadline: the longest a request takes there (a submission asks the workers
 # about its queue and priority, each within its own request deadline).
@@ -59,10 +60,12 @@ FORWARD_TIMEOUT_SECONDS = 60.0
 
 def _answered_locally(method: str, path: str) -> bool:
     """A replica's own paths, and reads: they come from the database every replica shares
-    (but a job's logs, which come through the leader's connection to its worker)."""
+    (but a job's logs and the workers' pending workloads, which come through the leader's
+    connections to its workers)."""
     if path in LOCAL_PATHS:
         return True
-    return method in ("GET", "HEAD") and not path.endswith("/logs")
+    through_workers = path.endswith("/logs") or path.startswith(VISIBILITY_PREFIX)
+    return method in ("GET", "HEAD") and not through_workers
 
 
 def leader_client(state: State) -> httpx.AsyncClient:

@@ -25,6 +25,10 @@ Namespace = Annotated[
 JobName = Annotated[
     str, Path(description="The Job's or JobSet's name", max_length=63, pattern=DNS_LABEL_PATTERN)
 ]
+QueueName = Annotated[
+    str,
+    Path(description="A ClusterQueue or LocalQueue", max_length=253, pattern=DNS_SUBDOMAIN_PATTERN),
+]
 Limit = Annotated[int, Query(description="At most this many items", ge=1, le=1000)]
 # Documented as an enum; the route checks it (naming the states in its 400).
 StateFilter = Annotated[

@@ -114,6 +114,27 @@ class QueueOut(Wire):
     workloads: list[QueuedWorkload]
 
 
+class PendingWorkloadOut(Wire):
+    """One pending Workload in one worker, as Kueue's visibility API places it there."""
+
+    cluster: str
+    namespace: str
+    name: str
+    priority: int
+    local_queue_name: str
+    position_in_cluster_queue: int
+    position_in_local_queue: int
+    created_at: datetime | None = None
+
+
+class PendingWorkloadsOut(Wire):
+    """A queue's pending Workloads in every worker that has it (each worker's positions are its
+    own); `unavailable`: the workers that could not tell, and why."""
+
+    items: list[PendingWorkloadOut]
+    unavailable: dict[str, str]
+
+
 class ReplicaOut(Wire):
     name: str
     address: str | None

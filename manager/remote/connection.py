@@ -582,6 +582,31 @@ class ClusterConnection:
         )
         return [dict(api_client.sanitize_for_serialization(item)) for item in found.items]
 
+    async def pending_workloads(
+        self, path: str, path_params: dict[str, str], limit: int, offset: int
+    ) -> dict[str, Any] | None:
+        """Kueue's visibility API on this worker (the agent serves it): the
+        PendingWorkloadsSummary at `path` (a template of VISIBILITY_PATHS); None when the queue
+        is unknown there. Unreachable when the worker cannot tell (not connected, the API not
+        served or not allowed, no answer within the deadline)."""
+        call = self._connected().call_api(
+            path,
+            "GET",
+            path_params=path_params,
+            query_params=[("limit", limit), ("offset", offset)],
+            header_params={"Accept": "application/json"},
+            response_types_map={200: "object"},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
+        try:
+            summary: dict[str, Any] = await self._read(call, missing_is_none=False)
+        except Unreachable as error:
+            if _names_a_missing_queue(error.__cause__):
+                return None
+            raise
+        return summary
+
     def _connected(self) -> client.ApiClient:
         if self._api is None:
             raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
@@ -633,6 +658,28 @@ class ClusterConnection:
                 return await read()
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise Unreachable("ClientConnectionFailed", f"reading logs: {error!r}") from error
+
+
+# Kueue's visibility API paths (apis/visibility/v1beta2), as kubernetes-asyncio templates.
+PENDING_IN_CLUSTER_QUEUE = (
+    "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{name}/pendingworkloads"
+)
+PENDING_IN_LOCAL_QUEUE = (
+    "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}/localqueues/{name}"
+    "/pendingworkloads"
+)
+
+
+def _names_a_missing_queue(error: BaseException | None) -> bool:
+    """A 404 whose Status names a queue (the API answered: no such queue here), as opposed to
+    one for the API itself (not served in that cluster)."""
+    if not isinstance(error, ApiException) or error.status != 404 or not error.body:
+        return False
+    try:
+        details = orjson.loads(error.body).get("details") or {}
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+    return details.get("kind") in ("clusterqueue", "localqueue")
 
 
 class _InvalidKubeconfig(Exception):

@@ -14,7 +14,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-import yaml
 
 from mkq.ctl.positions import engine_feed, positions_of
 from tests.one_cluster import (
@@ -24,6 +23,7 @@ from tests.one_cluster import (
     create_all,
     eventually,
     free_port,
+    one_flavor_queues,
     pending_workload,
     unregister_agent,
     webhooks_answer,
@@ -37,33 +37,6 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.parametrize("backend", BACKE
 API = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 Obj = dict[str, Any]
 
-SETUP = """
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: visible-flavor}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: visible-cq}
-spec:
-  namespaceSelector: {}
-  resourceGroups:
-  - coveredResources: [cpu]
-    flavors:
-    - name: visible-flavor
-      resources:
-      - {name: cpu, nominalQuota: 1}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq-a, namespace: default}
-spec: {clusterQueue: visible-cq}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: lq-b, namespace: default}
-spec: {clusterQueue: visible-cq}
-"""
 
 # (name, LocalQueue, priority): each asks for 2 CPUs of a 1-CPU queue, so all stay pending.
 WORKLOADS_PENDING = (
@@ -108,7 +81,7 @@ async def served(backend: str) -> AsyncIterator[tuple[Path, KubeClient, Agent]]:
                 client,
                 [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mkq-system"}}],
             )
-            await create_all(client, [d for d in yaml.safe_load_all(SETUP) if d])
+            await create_all(client, one_flavor_queues("visible-cq", ("lq-a", "lq-b")))
             await agent.start()
             await eventually(lambda: webhooks_answer(client), what="the webhooks answer")
             # Distinct priorities: the order never hangs on creation times, which tie within

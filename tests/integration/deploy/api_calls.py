@@ -319,14 +319,32 @@ def typed_api_calls(package: str) -> list[ApiCall]:
             if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
                 continue
             method = node.func.attr
+            where = f"{module.path.relative_to(ROOT)}:{node.lineno}"
+            if method == "call_api":
+                calls += _raw_calls(resolver, module, node, where)
+                continue
             candidates = endpoints_of(method)
             if not candidates:
                 continue
-            where = f"{module.path.relative_to(ROOT)}:{node.lineno}"
             named = [e for e in candidates if e.api_class in source]
             for endpoint in named or candidates:
                 calls += _typed_call(resolver, module, node, method, endpoint, where)
     return calls
+
+
+def _raw_calls(resolver: Resolver, module: _Module, call: ast.Call, where: str) -> list[ApiCall]:
+    """ApiClient.call_api(path, method, ...): the path templates and methods it is called with
+    (constants, or parameters resolved through the callers), each as the request it makes."""
+    paths = resolver.values(module, call.args[0]) if call.args else None
+    methods = resolver.values(module, call.args[1]) if len(call.args) > 1 else None
+    assert paths and methods, f"{where}: call_api with a path or method this test cannot tell"
+    found = []
+    for path in paths:
+        for method in methods:
+            request = request_call(method, path, {})
+            assert request is not None, f"{where}: {method} {path} is not an API request"
+            found.append(ApiCall(request.group, request.resource, request.verb, where))
+    return found
 
 
 def _typed_call(
