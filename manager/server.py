@@ -38,6 +38,9 @@ class RunningManager:
 KEEP_ALIVE_SECONDS = 75
 
 
+GRACEFUL_SHUTDOWN_SECONDS = 5
+
+
 def api_server_config(app: Any, host: str, port: int, log_level: str = "warning") -> uvicorn.Config:
     """uvicorn's settings for the manager's REST API, wherever it is served."""
     return uvicorn.Config(
@@ -47,6 +50,9 @@ def api_server_config(app: Any, host: str, port: int, log_level: str = "warning"
         log_level=log_level,
         lifespan="on",
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        # Requests still open then are cancelled: the dashboard's streams (which end by
+        # themselves within manager.ui.routes.STREAM_SECONDS) must not hold a stop.
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
 
 

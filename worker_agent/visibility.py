@@ -229,14 +229,14 @@ class VisibilityApi:
             async with self._lock:
                 revisions = self._revisions()
                 if self._built is None or self._built[0] != revisions:
-                    objects = {
+                    cached: Objects = {
                         rt: self._informers.cache(rt).snapshot()
                         for rt in ORDER_INPUTS
                         if rt in self._informers
                     }
                     # Feeding thousands of Workloads takes a while: off the event loop.
-                    feed = await asyncio.to_thread(feed_of, objects, self._configuration)
-                    self._built = (revisions, feed, objects)
+                    built = await asyncio.to_thread(feed_of, cached, self._configuration)
+                    self._built = (revisions, built, cached)
                 _, feed, objects = self._built
                 return 200, await asyncio.to_thread(answer, parsed, feed, objects)
         except ApiError as error:

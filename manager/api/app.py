@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from manager import ui
 from manager.api.bodies import RefuseNulBytes
 from manager.api.errors import error_responses, install_error_handlers
 from manager.api.forwarding import ForwardToLeader, close_leader_client
@@ -56,6 +57,7 @@ def create_app(open_runtime: Callable[[], Awaitable[ManagerRuntime]]) -> FastAPI
         visibility.router,
         replicas.router,
         health.router,
+        ui.router,
     ):
         app.include_router(router)
 

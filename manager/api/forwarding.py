@@ -32,7 +32,17 @@ log = logging.getLogger(__name__)
 
 # Paths every replica answers itself.
 LOCAL_PATHS = frozenset(
-    {"/healthz", "/readyz", "/metrics", "/api/v1/replicas", "/openapi.json", "/docs"}
+    {
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/api/v1/replicas",
+        "/openapi.json",
+        "/docs",
+        # The dashboard's sign-in and sign-out write only the browser's cookie.
+        "/ui/login",
+        "/ui/logout",
+    }
 )
 # Headers that describe one hop's connection, not the request (RFC 9110 section 7.6.1), and
 # the ones httpx sets again from the body it sends.

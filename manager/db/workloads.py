@@ -174,6 +174,12 @@ async def pending_by_queue(session: AsyncSession) -> list[WorkloadRow]:
     return list(result.scalars())
 
 
+async def recent_workloads(session: AsyncSession, limit: int) -> list[WorkloadRow]:
+    """The newest `limit` workloads, newest first (the dashboard's table)."""
+    result = await session.execute(select(WorkloadRow).order_by(WorkloadRow.id.desc()).limit(limit))
+    return list(result.scalars())
+
+
 async def count_by_state(session: AsyncSession) -> dict[str, int]:
     result = await session.execute(
         select(WorkloadRow.state, func.count()).group_by(WorkloadRow.state)

@@ -103,6 +103,9 @@ async def _main(
 def _print_access(console: Console, system: DemoSystem) -> None:
     console.print("everything stays up until Ctrl-C. Try:")
     console.print(
+        f"  open {system.api_url}/ui  # the dashboard; sign in with the token {system.api_token}"
+    )
+    console.print(
         f'  curl -H "Authorization: Bearer {system.api_token}" {system.api_url}/api/v1/workloads'
     )
     console.print(
