@@ -171,6 +171,16 @@ function plot(svgId, series, colors) {
   svg.replaceChildren(...nodes);
 }
 
+function cpuInUse(clusters) {
+  // Per worker, the share of its ClusterQueues' nominal CPU in use (null without a report).
+  return Object.fromEntries(clusters.map((cluster) => {
+    const cpu = cluster.capacity.filter((entry) => entry.resource === "cpu");
+    const nominal = cpu.reduce((sum, entry) => sum + quantity(entry.nominal), 0);
+    const used = cpu.reduce((sum, entry) => sum + quantity(entry.usage), 0);
+    return [cluster.name, nominal > 0 ? Math.round((100 * used) / nominal) : null];
+  }));
+}
+
 function renderPlots() {
   const style = getComputedStyle(document.documentElement);
   const colors = Object.fromEntries(STATES.map((s) => [s, style.getPropertyValue(`--${s}`).trim()]));
@@ -179,11 +189,22 @@ function renderPlots() {
   document.getElementById("legend-states").replaceChildren(
     ...shown.map((s) => el("span", {}, el("i", { style: `background: ${colors[s]}` }), s)));
   plot("plot-admission", { mean: history.map((p) => p.admission) }, { mean: "#3b82f6" });
+  const palette = ["#3b82f6", "#f59e0b", "#16a34a", "#8b5cf6", "#dc2626", "#0891b2", "#64748b"];
+  const workers = [...new Set(history.flatMap((p) => Object.keys(p.cpu)))].sort();
+  const workerColors = Object.fromEntries(workers.map((w, i) => [w, palette[i % palette.length]]));
+  plot("plot-usage", Object.fromEntries(workers.map((w) => [w, history.map((p) => p.cpu[w] ?? null)])), workerColors);
+  document.getElementById("legend-usage").replaceChildren(
+    ...workers.map((w) => el("span", {}, el("i", { style: `background: ${workerColors[w]}` }), w)));
 }
 
 function render(snapshot) {
   latest = snapshot;
-  history.push({ at: Date.now(), counts: snapshot.counts, admission: snapshot.admission.meanSeconds });
+  history.push({
+    at: Date.now(),
+    counts: snapshot.counts,
+    admission: snapshot.admission.meanSeconds,
+    cpu: cpuInUse(snapshot.clusters),
+  });
   if (history.length > HISTORY) history.shift();
   renderSummary(snapshot.counts);
   renderClusters(snapshot.clusters);

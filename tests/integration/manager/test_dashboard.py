@@ -132,6 +132,8 @@ async def test_the_dashboard_follows_the_demo_live(browser: Browser, system: Dem
     assert int(total) >= JOBS
     assert await page.locator("#plot-states polyline[data-series=Succeeded]").count() == 1
     assert await page.locator("#plot-admission polyline").count() == 1
+    for worker in WORKERS:
+        assert await page.locator(f"#plot-usage polyline[data-series='{worker}']").count() == 1
     # Usage against quota per worker ClusterQueue, from the agents' reports.
     assert await page.locator("article.card .bar").count() > 0
 
