@@ -184,7 +184,14 @@ class _LeaderRun:
         managed_kinds = frozenset(i.resource.kind for i in agent.integrations)
         self.job_controllers = [
             JobController(
-                i, informers, writer, recorder, agent.clock, agent.on_finish, managed_kinds
+                i,
+                informers,
+                writer,
+                recorder,
+                agent.clock,
+                agent.on_finish,
+                managed_kinds,
+                agent.metrics,
             )
             for i in agent.integrations
         ]

@@ -57,6 +57,10 @@ def local_queue_of(workload: Mapping[str, Any]) -> tuple[str, str]:
     return str(spec.get("queueName", "")), str((workload.get("metadata") or {}).get("namespace"))
 
 
+def _transition(workload: Mapping[str, Any], kind: str) -> datetime | None:
+    return parse_time((find_condition(workload, kind) or {}).get("lastTransitionTime"))
+
+
 def _condition_age(workload: Mapping[str, Any], kind: str, now: datetime) -> float | None:
     condition = find_condition(workload, kind)
     if condition is None or condition.get("status") != "True":
@@ -242,6 +246,27 @@ class AgentMetrics:
             "Resources used by admitted workloads",
             FLAVOR_RESOURCE,
         )
+        self.ready_wait_time = f(
+            Histogram,
+            "kueue_ready_wait_time_seconds",
+            "Time from creation or requeue until the workload's pods are ready",
+            cq_pc,
+            buckets=wait,
+        )
+        self.admitted_until_ready_wait_time = f(
+            Histogram,
+            "kueue_admitted_until_ready_wait_time_seconds",
+            "Time from admission until the workload's pods are ready",
+            cq_pc,
+            buckets=wait,
+        )
+        self.workload_creation_latency = f(
+            Histogram,
+            "kueue_workload_creation_latency_seconds",
+            "Time from a job's creation until its Workload's (jobs of generation 1 only)",
+            ("job_kind", ROLE),
+            buckets=tuple(0.01 * 2**i for i in range(11)),
+        )
         self.cluster_queue_weighted_share = f(
             Gauge,
             "kueue_cluster_queue_weighted_share",
@@ -294,6 +319,20 @@ class AgentMetrics:
             "Execution time of a finished admitted workload, per LocalQueue",
             lq_pc,
             buckets=exponential_buckets(16),
+        )
+        self.lq_ready_wait_time = f(
+            Histogram,
+            "kueue_local_queue_ready_wait_time_seconds",
+            "Time from creation or requeue until the pods are ready, per LocalQueue",
+            lq_pc,
+            buckets=wait,
+        )
+        self.lq_admitted_until_ready_wait_time = f(
+            Histogram,
+            "kueue_local_queue_admitted_until_ready_wait_time_seconds",
+            "Time from admission until the pods are ready, per LocalQueue",
+            lq_pc,
+            buckets=wait,
         )
         self.lq_finished_workloads = f(
             Counter, "kueue_local_queue_finished_workloads", "Finished workloads", lq_pc
@@ -465,6 +504,38 @@ class AgentMetrics:
         self.lq_admission_checks_wait_time.labels(name, namespace, pc, role).observe(checks_wait)
         for cohort in cohort_path:
             self.cohort_admitted_workloads.labels(cohort, pc, role).inc()
+
+    def workload_created(
+        self, job_kind: str, job: Mapping[str, Any], workload: Mapping[str, Any]
+    ) -> None:
+        """Kueue's RecordWorkloadCreationLatency (`pkg/controller/jobframework/utils.go`): from
+        the job's creationTimestamp to its Workload's, for a job still at generation 1."""
+        job_meta = job.get("metadata") or {}
+        if int(job_meta.get("generation") or 1) > 1:
+            return
+        started = parse_time(job_meta.get("creationTimestamp"))
+        created = parse_time((workload.get("metadata") or {}).get("creationTimestamp"))
+        if started is None or created is None:
+            return
+        latency = max(0.0, (created - started).total_seconds())
+        self.workload_creation_latency.labels(job_kind, self.role).observe(latency)
+
+    def pods_ready(self, workload: Mapping[str, Any], queued_for: float) -> None:
+        """Kueue's ReadyWaitTime and ReportAdmittedUntilReadyWaitTime with their LocalQueue
+        twins (`pkg/controller/jobframework/reconciler.go`), when PodsReady first turns True
+        with reason Started: `queued_for` since creation or the last requeue, and from the
+        Admitted condition's transition to PodsReady's."""
+        cq = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
+        ready, admitted = _transition(workload, "PodsReady"), _transition(workload, "Admitted")
+        admitted_for = max(0.0, (ready - admitted).total_seconds()) if ready and admitted else 0.0
+        pc, role = priority_class_of(workload), self.role
+        name, namespace = local_queue_of(workload)
+        self.ready_wait_time.labels(cq, pc, role).observe(queued_for)
+        self.admitted_until_ready_wait_time.labels(cq, pc, role).observe(admitted_for)
+        self.lq_ready_wait_time.labels(name, namespace, pc, role).observe(queued_for)
+        self.lq_admitted_until_ready_wait_time.labels(name, namespace, pc, role).observe(
+            admitted_for
+        )
 
     def evicted(
         self,

@@ -522,6 +522,13 @@ def pods_ready_condition(workload: JsonObject, pods_ready: bool) -> tuple[bool, 
     return False, "WaitForStart", _NOT_READY
 
 
+def first_ready(workload: JsonObject) -> bool:
+    """PodsReady True with reason Started: the pods ready for the first time since admission
+    (Recovered is a return to readiness, which Kueue's wait-time metrics leave out)."""
+    condition = find_condition(workload, PODS_READY) or {}
+    return condition.get("status") == "True" and condition.get("reason") == "Started"
+
+
 def set_pods_ready(workload: JsonObject, pods_ready: bool, now: datetime) -> JsonObject | None:
     if is_finished(workload):
         return None

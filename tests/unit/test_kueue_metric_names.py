@@ -277,18 +277,10 @@ NOT_EXPORTED: dict[str, str] = {
     "workloads it skips because another ClusterQueue's preemption took the same resources",
     "kueue_pod_scheduling_gate_removal_seconds": "not yet: the TAS and elastic-job ungating "
     "(worker_agent/topology.py, workload_slices.py) does not observe it",
-    "kueue_workload_creation_latency_seconds": "not yet: the job controller "
-    "(worker_agent/controllers/jobs.py) does not observe it",
     "kueue_replaced_workload_slices_total": "not yet: worker_agent/workload_slices.py does not "
     "observe it",
     "kueue_workload_eviction_latency_seconds": "not yet: the quota release after an eviction "
     "(worker_agent/controllers) does not observe it",
-    "kueue_ready_wait_time_seconds": "not yet: waitForPodsReady's PodsReady write "
-    "(worker_agent/controllers/jobs.py) does not observe it",
-    "kueue_admitted_until_ready_wait_time_seconds": "not yet, as kueue_ready_wait_time_seconds",
-    "kueue_local_queue_ready_wait_time_seconds": "not yet, as kueue_ready_wait_time_seconds",
-    "kueue_local_queue_admitted_until_ready_wait_time_seconds": "not yet, as "
-    "kueue_ready_wait_time_seconds",
 }
 
 MANAGER_ONLY = {"multikueue_workloads_dispatched_total", "multikueue_workloads_admitted_total"}

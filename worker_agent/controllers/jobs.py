@@ -39,6 +39,7 @@ from worker_agent.controllers.workloads import OWNER_INDEX, owner_uids
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.kube_client import ApiError
+from worker_agent.metrics import AgentMetrics
 from worker_agent.resources import (
     JOBS,
     LOCAL_QUEUES,
@@ -70,10 +71,12 @@ class JobController:
         clock: Callable[[], datetime],
         on_finish: FinishHook | None = None,
         managed_kinds: frozenset[str] = frozenset(),
+        metrics: AgentMetrics | None = None,
     ) -> None:
         """`managed_kinds`: the kinds of every integration; a job owned by one of them is
         queued through its owner, never on its own."""
         self.integration = integration
+        self._metrics = metrics
         self._managed_kinds = managed_kinds
         self.rt = integration.resource
         self._informers = informers
@@ -203,11 +206,13 @@ class JobController:
         if self._elastic(job):
             workload = slices.mark_elastic(workload)
         try:
-            await self._writer.create(WORKLOADS, workload)
+            created = await self._writer.create(WORKLOADS, workload)
         except ApiError as error:
             if error.status != 409:  # 409: it exists already; the watch will bring it
                 raise
             return None
+        if self._metrics is not None:
+            self._metrics.workload_created(self.rt.kind, job, created)
         self._recorder.normal(
             job, "CreatedWorkload", f"Created Workload: {meta.get('namespace')}/{name}"
         )
@@ -264,12 +269,14 @@ class JobController:
             counted = capped_to(job, sum(slices.workload_counts(workload).values()))
         ready = integration.pods_ready(counted) and not integration.is_suspended(job)
         if wl.set_pods_ready(workload, ready, now) is not None:
-            await self._writer.update(
+            written = await self._writer.update(
                 WORKLOADS,
                 workload_key,
                 lambda w: wl.set_pods_ready(w, ready, now),
                 status=True,
             )
+            if written is not None and self._metrics is not None and wl.first_ready(written):
+                self._metrics.pods_ready(written, wl.queued_for(written, now))
             return None
         if wl.is_admitted(workload) and not wl.is_evicted(workload):
             if integration.is_suspended(job):

@@ -136,3 +136,45 @@ async def test_local_queue_and_pending_metrics_follow_admission(
 async def _metrics_contain(base: str, line: str) -> bool:
     async with aiohttp.ClientSession() as session, session.get(f"{base}/metrics") as response:
         return line in await response.text()
+
+
+async def test_workload_creation_and_pods_ready_wait_times_are_observed_once(
+    client: KubeClient, start_agent: AgentFactory
+) -> None:
+    """Kueue's workload_creation_latency (job to Workload) when the job's Workload is created,
+    and its four ready-wait histograms when PodsReady first turns True (reason Started)."""
+    await apply(client, quick_start_setup())
+    agent = await start_agent(metrics_port=0)
+    sample = agent.metrics.registry.get_sample_value
+    role = {"replica_role": "leader"}
+    cq = {"cluster_queue": "cluster-queue", "priority_class": "", **role}
+    lq = {"name": "user-queue", "namespace": "default", "priority_class": "", **role}
+    # Created suspended, as Kueue's webhook creates it: still at generation 1 when its Workload
+    # is made (Kueue records the latency only then).
+    job = quick_start_job()
+    job["spec"]["suspend"] = True
+    await apply(client, [job])
+
+    async def ready() -> bool:
+        workload = await workload_of_job(client, "default", "sample-job")
+        return workload is not None and is_true(workload, "PodsReady")
+
+    await wait_until(ready, "the Job's pods to be ready")
+    observed = {
+        "kueue_workload_creation_latency_seconds_count": {"job_kind": "Job", **role},
+        "kueue_ready_wait_time_seconds_count": cq,
+        "kueue_admitted_until_ready_wait_time_seconds_count": cq,
+        "kueue_local_queue_ready_wait_time_seconds_count": lq,
+        "kueue_local_queue_admitted_until_ready_wait_time_seconds_count": lq,
+    }
+
+    async def all_once() -> bool:
+        return all(sample(name, labels) == 1 for name, labels in observed.items())
+
+    await wait_until(all_once, "each histogram observed once")
+    latency = sample("kueue_workload_creation_latency_seconds_sum", {"job_kind": "Job", **role})
+    assert latency is not None and 0 <= latency < 60
+    waited = sample("kueue_ready_wait_time_seconds_sum", cq)
+    since_admission = sample("kueue_admitted_until_ready_wait_time_seconds_sum", cq)
+    assert waited is not None and since_admission is not None
+    assert 0 <= since_admission <= waited
