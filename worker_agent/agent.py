@@ -57,7 +57,7 @@ from worker_agent.resources import (
 )
 from worker_agent.scheduling import SchedulingLoop
 from worker_agent.webhooks import WebhookConfig, agent_webhook_server
-from worker_agent.workloads import cluster_queue_of
+from worker_agent.workloads import cluster_queue_of, eviction_pending_latency
 from worker_agent.writer import ObjectWriter
 
 log = logging.getLogger(__name__)
@@ -271,6 +271,9 @@ class _LeaderRun:
                 self.workload_runner.enqueue(key)
         self._on_check_change(rt, change)
         if rt == WORKLOADS:
+            released = eviction_pending_latency(change.old, change.new, self.agent.clock())
+            if released is not None:
+                self.agent.metrics.eviction_released(*released)
             self.workload_runner.enqueue(change.key)
             for key in self.pod_groups.keys_for_workload(change):
                 self.pod_group_runner.enqueue(key)

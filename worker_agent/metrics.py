@@ -260,6 +260,13 @@ class AgentMetrics:
             cq_pc,
             buckets=wait,
         )
+        self.workload_eviction_latency = f(
+            Histogram,
+            "kueue_workload_eviction_latency_seconds",
+            "Time from a workload's eviction until its quota is released (back to pending)",
+            (CQ, "reason", ROLE),
+            buckets=wait,
+        )
         self.workload_creation_latency = f(
             Histogram,
             "kueue_workload_creation_latency_seconds",
@@ -504,6 +511,11 @@ class AgentMetrics:
         self.lq_admission_checks_wait_time.labels(name, namespace, pc, role).observe(checks_wait)
         for cohort in cohort_path:
             self.cohort_admitted_workloads.labels(cohort, pc, role).inc()
+
+    def eviction_released(self, cq: str, reason: str, seconds: float) -> None:
+        """Kueue's ReportWorkloadEvictionLatency (workload_controller.go, on the update that
+        takes an evicted Workload from holding quota back to pending)."""
+        self.workload_eviction_latency.labels(cq, reason, self.role).observe(seconds)
 
     def workload_created(
         self, job_kind: str, job: Mapping[str, Any], workload: Mapping[str, Any]

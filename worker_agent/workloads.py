@@ -62,6 +62,26 @@ def is_evicted(workload: JsonObject) -> bool:
     return condition_true(workload, EVICTED)
 
 
+def eviction_pending_latency(
+    old: JsonObject | None, new: JsonObject | None, now: datetime
+) -> tuple[str, str, float] | None:
+    """Kueue's EvictionPendingLatency (`pkg/workload/workload.go`): when an evicted Workload
+    goes from holding quota back to pending, (its ClusterQueue before, the eviction's reason,
+    seconds since the eviction)."""
+    if old is None or new is None or not has_quota_reservation(old):
+        return None
+    if has_quota_reservation(new) or is_finished(new):
+        return None
+    evicted = find_condition(new, EVICTED)
+    if evicted is None or evicted.get("status") != "True":
+        return None
+    cluster_queue = ((old.get("status") or {}).get("admission") or {}).get("clusterQueue")
+    since = parse_time(evicted.get("lastTransitionTime"))
+    if not cluster_queue or since is None:
+        return None
+    return str(cluster_queue), str(evicted.get("reason", "")), (now - since).total_seconds()
+
+
 def is_active(workload: JsonObject) -> bool:
     return (workload.get("spec") or {}).get("active", True) is not False
 

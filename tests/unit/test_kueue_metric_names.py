@@ -279,8 +279,6 @@ NOT_EXPORTED: dict[str, str] = {
     "(worker_agent/topology.py, workload_slices.py) does not observe it",
     "kueue_replaced_workload_slices_total": "not yet: worker_agent/workload_slices.py does not "
     "observe it",
-    "kueue_workload_eviction_latency_seconds": "not yet: the quota release after an eviction "
-    "(worker_agent/controllers) does not observe it",
 }
 
 MANAGER_ONLY = {"multikueue_workloads_dispatched_total", "multikueue_workloads_admitted_total"}

@@ -14,7 +14,7 @@ from tests.integration.agent.conftest import (
     workload_of_job,
 )
 from worker_agent.kube_client import KubeClient
-from worker_agent.resources import LEASES
+from worker_agent.resources import LEASES, WORKLOADS
 
 
 async def test_only_one_replica_leads_and_a_standby_takes_over(
@@ -138,11 +138,12 @@ async def _metrics_contain(base: str, line: str) -> bool:
         return line in await response.text()
 
 
-async def test_workload_creation_and_pods_ready_wait_times_are_observed_once(
+async def test_creation_ready_and_eviction_latencies_are_observed_once(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
     """Kueue's workload_creation_latency (job to Workload) when the job's Workload is created,
-    and its four ready-wait histograms when PodsReady first turns True (reason Started)."""
+    its four ready-wait histograms when PodsReady first turns True (reason Started), and its
+    workload_eviction_latency when a deactivated Workload's quota is released."""
     await apply(client, quick_start_setup())
     agent = await start_agent(metrics_port=0)
     sample = agent.metrics.registry.get_sample_value
@@ -178,3 +179,26 @@ async def test_workload_creation_and_pods_ready_wait_times_are_observed_once(
     since_admission = sample("kueue_admitted_until_ready_wait_time_seconds_sum", cq)
     assert waited is not None and since_admission is not None
     assert 0 <= since_admission <= waited
+
+    # Deactivated: evicted, its pods stopped, its quota released; the time between is observed.
+    workload = await workload_of_job(client, "default", "sample-job")
+    assert workload is not None
+    await client.patch(
+        WORKLOADS, workload["metadata"]["name"], "default", {"spec": {"active": False}}
+    )
+
+    def evictions() -> dict[str, float]:
+        return {
+            sample.labels["reason"]: sample.value
+            for family in agent.metrics.registry.collect()
+            if family.name == "kueue_workload_eviction_latency_seconds"
+            for sample in family.samples
+            if sample.name.endswith("_count")
+            and sample.labels.get("cluster_queue") == "cluster-queue"
+        }
+
+    async def released() -> bool:
+        return sum(evictions().values()) == 1
+
+    await wait_until(released, "the eviction's latency observed at the quota release")
+    assert evictions() == {"Deactivated": 1.0}

@@ -32,3 +32,21 @@ def test_zero_recovery_timeout_never_evicts_a_recovering_workload() -> None:
     # The start is still timed.
     admitted = wl.admit(workload(), ADMISSION, (), NOW)
     assert wl.pods_ready_deadline(admitted, TIMEOUT, timedelta(0)) == NOW + TIMEOUT
+
+
+def test_the_eviction_latency_runs_from_the_eviction_to_the_quota_release() -> None:
+    """Kueue's EvictionPendingLatency: on the change that releases an evicted Workload's quota,
+    its ClusterQueue before, the eviction's reason and the time since the eviction."""
+    admitted = wl.admit(workload(), ADMISSION, (), NOW)
+    assert admitted is not None
+    evicted = wl.evict(admitted, "Preempted", "to make room", NOW + timedelta(seconds=5))
+    assert evicted is not None
+    released = wl.release_quota(evicted, NOW + timedelta(seconds=7))
+    assert released is not None
+    later = NOW + timedelta(seconds=12)
+    assert wl.eviction_pending_latency(evicted, released, later) == ("cq", "Preempted", 7.0)
+    # Not for the eviction itself (the quota is still held), nor a change that keeps it pending.
+    assert wl.eviction_pending_latency(admitted, evicted, later) is None
+    assert wl.eviction_pending_latency(released, released, later) is None
+    # A reservation released without an eviction (none here) counts nothing either.
+    assert wl.eviction_pending_latency(admitted, workload(), later) is None
