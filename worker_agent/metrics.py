@@ -260,6 +260,12 @@ class AgentMetrics:
             cq_pc,
             buckets=wait,
         )
+        self.replaced_workload_slices = f(
+            Counter,
+            "kueue_replaced_workload_slices",
+            "Workload slices replaced by their successor (elastic jobs), per ClusterQueue",
+            (CQ, ROLE),
+        )
         self.workload_eviction_latency = f(
             Histogram,
             "kueue_workload_eviction_latency_seconds",
@@ -511,6 +517,11 @@ class AgentMetrics:
         self.lq_admission_checks_wait_time.labels(name, namespace, pc, role).observe(checks_wait)
         for cohort in cohort_path:
             self.cohort_admitted_workloads.labels(cohort, pc, role).inc()
+
+    def slice_replaced(self, cq: str) -> None:
+        """Kueue's ReportReplacedWorkloadSlices (scheduler.go replaceWorkloadSlice): an old
+        slice finished as replaced, counted on the ClusterQueue it held quota in."""
+        self.replaced_workload_slices.labels(cq, self.role).inc()
 
     def eviction_released(self, cq: str, reason: str, seconds: float) -> None:
         """Kueue's ReportWorkloadEvictionLatency (workload_controller.go, on the update that

@@ -277,8 +277,6 @@ NOT_EXPORTED: dict[str, str] = {
     "workloads it skips because another ClusterQueue's preemption took the same resources",
     "kueue_pod_scheduling_gate_removal_seconds": "not yet: the TAS and elastic-job ungating "
     "(worker_agent/topology.py, workload_slices.py) does not observe it",
-    "kueue_replaced_workload_slices_total": "not yet: worker_agent/workload_slices.py does not "
-    "observe it",
 }
 
 MANAGER_ONLY = {"multikueue_workloads_dispatched_total", "multikueue_workloads_admitted_total"}

@@ -380,6 +380,8 @@ class JobController:
             )
             if written is not None:
                 self._recorder.normal(written, reason, message)
+                if reason == slices.SLICE_REPLACED and self._metrics is not None:
+                    self._metrics.slice_replaced(wl.cluster_queue_of(stale) or "")
             return True, None
         integration = self.integration
         running = integration.finished(job) is None and not integration.is_suspended(job)

@@ -18,6 +18,7 @@ from tests.integration.agent.conftest import (
 )
 from tests.integration.agent.conftest import wait_until as _wait_until
 from tests.integration.agent.test_quick_start import cpu_usage
+from worker_agent.agent import Agent
 from worker_agent.kube_client import KubeClient
 from worker_agent.resources import CLUSTER_QUEUES, JOBS, PODS, WORKLOADS
 from worker_agent.workload_slices import ELASTIC_JOB_GATE, REPLACEMENT_FOR_ANNOTATION
@@ -92,9 +93,11 @@ async def scale(client: KubeClient, name: str, pods: int) -> None:
     await client.patch(JOBS, name, "default", {"spec": {"parallelism": pods}})
 
 
-async def start_elastic(client: KubeClient, start_agent: AgentFactory, pods: int) -> Obj:
+async def start_elastic(
+    client: KubeClient, start_agent: AgentFactory, pods: int
+) -> tuple[Obj, Agent]:
     await apply(client, quick_start_setup())
-    await start_agent()
+    agent = await start_agent()
     [job] = await apply(client, [elastic_job("elastic", pods)])
 
     async def all_running() -> bool:
@@ -102,13 +105,13 @@ async def start_elastic(client: KubeClient, start_agent: AgentFactory, pods: int
 
     await wait_until(all_running, f"{pods} running pods")
     await usage_is(client, str(pods))
-    return job
+    return job, agent
 
 
 async def test_an_elastic_job_scales_up_and_down_while_it_runs(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    job = await start_elastic(client, start_agent, pods=3)
+    job, agent = await start_elastic(client, start_agent, pods=3)
     [first] = await job_workloads(client, job)
     original_pods = await running_pods(client, job)
 
@@ -125,6 +128,14 @@ async def test_an_elastic_job_scales_up_and_down_while_it_runs(
     old, new = await wait_until(replaced, "the scale-up slice to replace the running one")
     finished = condition(old, "Finished")
     assert finished is not None and finished["reason"] == "WorkloadSliceReplaced"
+    # Kueue's replaced_workload_slices_total, on the queue the old slice held quota in.
+    labels = {"cluster_queue": "cluster-queue", "replica_role": "leader"}
+    sample = agent.metrics.registry.get_sample_value
+
+    async def counted() -> bool:
+        return sample("kueue_replaced_workload_slices_total", labels) == 1.0
+
+    await wait_until(counted, "the replacement counted once")
     assert new["metadata"]["annotations"][REPLACEMENT_FOR_ANNOTATION] == (
         f"default/{first['metadata']['name']}"
     )
@@ -155,7 +166,7 @@ async def test_an_elastic_job_scales_up_and_down_while_it_runs(
 async def test_a_scale_up_that_does_not_fit_waits_while_the_running_pods_keep_running(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
-    job = await start_elastic(client, start_agent, pods=3)
+    job, _ = await start_elastic(client, start_agent, pods=3)
     [other] = await apply(client, [plain_job("other", 4)])
     await usage_is(client, "7")
     before = await running_pods(client, job)
