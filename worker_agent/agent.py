@@ -213,7 +213,7 @@ class _LeaderRun:
             recorder=recorder,
         )
         self.pod_groups = PodGroupController(
-            informers, writer, recorder, agent.clock, agent.on_finish
+            informers, writer, recorder, agent.clock, agent.on_finish, agent.metrics
         )
         self.parents = [
             PodGroupParentController(kind, informers, writer, recorder, agent.clock)
@@ -244,11 +244,11 @@ class _LeaderRun:
             "admission-checks", self.checks.reconcile_check, 1, observe
         )
         self._check_watches = frozenset(self.checks.watched)
-        self.ungater = TopologyUngater(informers, writer)
+        self.ungater = TopologyUngater(informers, writer, agent.metrics, agent.clock)
         self.ungater_runner = ControllerRunner(
             "topology-ungater", self.ungater.reconcile, agent.config.workers, observe
         )
-        self.elastic = ElasticUngater(informers, writer)
+        self.elastic = ElasticUngater(informers, writer, agent.metrics, agent.clock)
         self.elastic_runner = ControllerRunner(
             "elastic-job-ungater", self.elastic.reconcile, agent.config.workers, observe
         )

@@ -260,6 +260,13 @@ class AgentMetrics:
             cq_pc,
             buckets=wait,
         )
+        self.pod_scheduling_gate_removal = f(
+            Histogram,
+            "kueue_pod_scheduling_gate_removal_seconds",
+            "Duration from Workload admission to removal of a Pod scheduling gate",
+            ("name", CQ, "is_group", ROLE),
+            buckets=GO_DEFAULT_BUCKETS,
+        )
         self.replaced_workload_slices = f(
             Counter,
             "kueue_replaced_workload_slices",
@@ -517,6 +524,22 @@ class AgentMetrics:
         self.lq_admission_checks_wait_time.labels(name, namespace, pc, role).observe(checks_wait)
         for cohort in cohort_path:
             self.cohort_admitted_workloads.labels(cohort, pc, role).inc()
+
+    def gate_removed(
+        self, gate: str, workload: Mapping[str, Any], is_group: bool, now: datetime
+    ) -> None:
+        """Kueue's RecordPodSchedulingGateRemovalSeconds (`pkg/util/pod`): a pod's gate removed,
+        timed from its admitted Workload's Admitted condition."""
+        admitted = find_condition(workload, "Admitted")
+        if admitted is None or admitted.get("status") != "True":
+            return
+        since = parse_time(admitted.get("lastTransitionTime"))
+        if since is None:
+            return
+        cq = str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", ""))
+        seconds = max(0.0, (now - since).total_seconds())
+        group = "true" if is_group else "false"
+        self.pod_scheduling_gate_removal.labels(gate, cq, group, self.role).observe(seconds)
 
     def slice_replaced(self, cq: str) -> None:
         """Kueue's ReportReplacedWorkloadSlices (scheduler.go replaceWorkloadSlice): an old

@@ -275,8 +275,6 @@ NOT_EXPORTED: dict[str, str] = {
     "targets to count",
     "kueue_admission_cycle_preemption_skips": "not yet: the engine does not report the "
     "workloads it skips because another ClusterQueue's preemption took the same resources",
-    "kueue_pod_scheduling_gate_removal_seconds": "not yet: the TAS and elastic-job ungating "
-    "(worker_agent/topology.py, workload_slices.py) does not observe it",
 }
 
 MANAGER_ONLY = {"multikueue_workloads_dispatched_total", "multikueue_workloads_admitted_total"}

@@ -9,6 +9,8 @@ to one of its gated pods re-plans from the current pods, so replays do no harm.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from worker_agent import workload_slices as slices
@@ -16,6 +18,7 @@ from worker_agent import workloads as wl
 from worker_agent.cache import Change
 from worker_agent.controllers.workloads import OWNER_INDEX, owner_uids
 from worker_agent.informers import InformerSet
+from worker_agent.metrics import AgentMetrics
 from worker_agent.resources import JOBS, PODS, WORKLOADS
 from worker_agent.writer import ObjectWriter
 
@@ -40,9 +43,17 @@ def _job_pods(pod: JsonObject) -> list[str]:
 class ElasticUngater:
     """Reconciles Job keys: ungates the pods the Job's admitted slice grants."""
 
-    def __init__(self, informers: InformerSet, writer: ObjectWriter) -> None:
+    def __init__(
+        self,
+        informers: InformerSet,
+        writer: ObjectWriter,
+        metrics: AgentMetrics | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self._informers = informers
         self._writer = writer
+        self._metrics = metrics
+        self._clock = clock
         self._pods = informers.cache(PODS)
         if not self._pods.has_index(_JOB_POD_INDEX):
             self._pods.add_index(_JOB_POD_INDEX, _job_pods)
@@ -89,5 +100,7 @@ class ElasticUngater:
             return None
         granted = sum(slices.workload_counts(active).values())
         for pod_key in slices.pods_to_ungate(granted, self._pods.by_index(_JOB_POD_INDEX, uid)):
-            await self._writer.update(PODS, pod_key, slices.ungated)
+            written = await self._writer.update(PODS, pod_key, slices.ungated)
+            if written is not None and self._metrics is not None and self._clock is not None:
+                self._metrics.gate_removed(slices.ELASTIC_JOB_GATE, active, False, self._clock())
         return None

@@ -28,6 +28,7 @@ from worker_agent.cache import Change, object_key
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.kube_client import ApiError
+from worker_agent.metrics import AgentMetrics
 from worker_agent.resources import (
     PODS,
     PRIORITY_CLASSES,
@@ -62,12 +63,14 @@ class PodGroupController:
         recorder: EventRecorder,
         clock: Callable[[], datetime],
         on_finish: Callable[[JsonObject, Finish], None] | None = None,
+        metrics: AgentMetrics | None = None,
     ) -> None:
         self._informers = informers
         self._writer = writer
         self._recorder = recorder
         self._clock = clock
         self._on_finish = on_finish
+        self._metrics = metrics
         self._pods = informers.cache(PODS)
         self._pods.add_index(_GROUP_INDEX, _group_index)
         self._pods.add_index(_UID_INDEX, _uid_index)
@@ -199,6 +202,10 @@ class PodGroupController:
             if written is not None:
                 cq = wl.cluster_queue_of(workload)
                 self._recorder.normal(written, "Started", f"Admitted by clusterQueue {cq}")
+                if self._metrics is not None:
+                    self._metrics.gate_removed(
+                        pods_api.ADMISSION_GATE, workload, group, self._clock()
+                    )
         return None
 
 

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
+from kueue_api.jobs import pod as pods_api
+from kueue_api.jobs.base import labels_of
 from worker_agent import topology
 from worker_agent import workloads as wl
 from worker_agent.cache import Change
 from worker_agent.informers import InformerSet
+from worker_agent.metrics import AgentMetrics
 from worker_agent.resources import PODS, WORKLOADS
 from worker_agent.writer import ObjectWriter
 
@@ -35,9 +40,17 @@ def _pod_index(pod: JsonObject) -> list[str]:
 class TopologyUngater:
     """Reconciles Workload keys: ungates their pods by the admission's topology assignment."""
 
-    def __init__(self, informers: InformerSet, writer: ObjectWriter) -> None:
+    def __init__(
+        self,
+        informers: InformerSet,
+        writer: ObjectWriter,
+        metrics: AgentMetrics | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
         self._informers = informers
         self._writer = writer
+        self._metrics = metrics
+        self._clock = clock
         self._pods = informers.cache(PODS)
         self._pods.add_index(_POD_INDEX, _pod_index)
 
@@ -69,7 +82,12 @@ class TopologyUngater:
             pods = self._pods.by_index(_POD_INDEX, f"{key}/{assignment.get('name')}")
             for step in topology.plan_ungating(levels, domains, pods):
                 release = functools.partial(_release, selector=step.node_selector)
-                await self._writer.update(PODS, step.pod_key, release)
+                written = await self._writer.update(PODS, step.pod_key, release)
+                if written is not None and self._metrics is not None and self._clock is not None:
+                    group = bool(labels_of(written).get(pods_api.GROUP_NAME_LABEL))
+                    self._metrics.gate_removed(
+                        topology.TOPOLOGY_GATE, workload, group, self._clock()
+                    )
         return None
 
 

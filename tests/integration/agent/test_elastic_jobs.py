@@ -147,6 +147,13 @@ async def test_an_elastic_job_scales_up_and_down_while_it_runs(
 
     await wait_until(five_running, "5 running pods")
     await usage_is(client, "5")
+    # Kueue's pod_scheduling_gate_removal_seconds: each of the 5 pods' elastic-job gate, once.
+    gate = {"name": ELASTIC_JOB_GATE, "is_group": "false", **labels}
+
+    async def five_gates() -> bool:
+        return sample("kueue_pod_scheduling_gate_removal_seconds_count", gate) == 5.0
+
+    await wait_until(five_gates, "5 gate removals observed")
     # Scaling up neither suspended the Job nor restarted its pods.
     assert original_pods <= await running_pods(client, job)
     assert (await client.get(JOBS, "elastic", "default"))["spec"]["suspend"] is False

@@ -44,7 +44,7 @@ async def test_a_gated_pod_is_admitted_released_and_finished(
     client: KubeClient, start_agent: AgentFactory
 ) -> None:
     await apply(client, quick_start_setup())
-    await start_agent()
+    agent = await start_agent()
     [pod] = await apply(client, [gated_pod("lone")])
 
     async def finished() -> dict[str, Any] | None:
@@ -61,6 +61,17 @@ async def test_a_gated_pod_is_admitted_released_and_finished(
     current = await client.get(PODS, "lone", "default")
     assert current["status"]["phase"] == "Succeeded"
     assert not current["spec"].get("schedulingGates")
+    # Kueue's pod_scheduling_gate_removal_seconds: the admission gate, once, not in a group.
+    gate = {
+        "name": "kueue.x-k8s.io/admission",
+        "cluster_queue": "cluster-queue",
+        "is_group": "false",
+        "replica_role": "leader",
+    }
+    count = agent.metrics.registry.get_sample_value(
+        "kueue_pod_scheduling_gate_removal_seconds_count", gate
+    )
+    assert count == 1.0
 
 
 async def test_a_pod_group_waits_for_all_members_then_runs_together(
@@ -91,3 +102,13 @@ async def test_a_pod_group_waits_for_all_members_then_runs_together(
     assert len(workload["metadata"]["ownerReferences"]) == 3
     pods, _ = await client.list(PODS, "default")
     assert sorted(p["status"]["phase"] for p in pods) == ["Succeeded"] * 3
+    gate = {
+        "name": "kueue.x-k8s.io/admission",
+        "cluster_queue": "cluster-queue",
+        "is_group": "true",
+        "replica_role": "leader",
+    }
+    count = agent.metrics.registry.get_sample_value(
+        "kueue_pod_scheduling_gate_removal_seconds_count", gate
+    )
+    assert count == 3.0
