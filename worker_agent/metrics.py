@@ -287,6 +287,13 @@ class AgentMetrics:
             ("job_kind", ROLE),
             buckets=tuple(0.01 * 2**i for i in range(11)),
         )
+        self.admission_cycle_preemption_skips = f(
+            Gauge,
+            "kueue_admission_cycle_preemption_skips",
+            "Workloads with preemption candidates skipped in a cycle because another "
+            "ClusterQueue needed the same resources",
+            (CQ, ROLE),
+        )
         self.cluster_queue_weighted_share = f(
             Gauge,
             "kueue_cluster_queue_weighted_share",
@@ -540,6 +547,11 @@ class AgentMetrics:
         seconds = max(0.0, (now - since).total_seconds())
         group = "true" if is_group else "false"
         self.pod_scheduling_gate_removal.labels(gate, cq, group, self.role).observe(seconds)
+
+    def preemption_skips(self, cq: str, count: int) -> None:
+        """Kueue's ReportAdmissionCyclePreemptionSkips: set for each ClusterQueue with skips in
+        the cycle just run (the others keep their value, as Kueue's do)."""
+        self.admission_cycle_preemption_skips.labels(cq, self.role).set(count)
 
     def slice_replaced(self, cq: str) -> None:
         """Kueue's ReportReplacedWorkloadSlices (scheduler.go replaceWorkloadSlice): an old

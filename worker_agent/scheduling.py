@@ -495,6 +495,8 @@ class SchedulingLoop:
         outcome = "success" if result.admissions else "inadmissible"
         if result.heads:
             self._metrics.admission_attempt(outcome, output.seconds)
+        for cluster_queue, skipped in result.preemption_skips:
+            self._metrics.preemption_skips(cluster_queue, skipped)
         for decision in output.admissions:
             self._status_writes.drop(WORKLOADS, decision.key)
             self._pending_shown.pop(decision.key, None)

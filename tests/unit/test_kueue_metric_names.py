@@ -273,8 +273,6 @@ NOT_EXPORTED: dict[str, str] = {
     "kueue_preemption_target_recomputations_total": "the engine searches each workload's "
     "preemption targets against the cycle's snapshot and has no recomputation of overlapping "
     "targets to count",
-    "kueue_admission_cycle_preemption_skips": "not yet: the engine does not report the "
-    "workloads it skips because another ClusterQueue's preemption took the same resources",
 }
 
 MANAGER_ONLY = {"multikueue_workloads_dispatched_total", "multikueue_workloads_admitted_total"}

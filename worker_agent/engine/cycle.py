@@ -103,6 +103,11 @@ class CycleResult:
     heads: int = 0
     idle: bool = True
     """True when running another cycle now would change nothing."""
+    preemption_skips: tuple[tuple[str, int], ...] = ()
+    """Per ClusterQueue, the heads that had preemption targets but were skipped because another
+    ClusterQueue's preemption in this cycle needed the same resources (Kueue's
+    skippedPreemptions, reported as kueue_admission_cycle_preemption_skips); only queues with a
+    skip are named."""
     stall: tuple[object, ...] | None = None
     """When the cycle admitted, evicted and set aside nothing (every head went back to its
     heap), the flavor-scan state it left; a run whose stalled cycles repeat a state is
@@ -250,6 +255,7 @@ def _schedule(state: EngineState, now: float, progress: _Progress) -> CycleResul
         evictions=tuple(evictions),
         heads=len(heads),
         idle=idle and not drained,
+        preemption_skips=tuple(sorted(cycle.preemption_skips.items())),
         stall=stall if not drained else None,
     )
 
@@ -270,6 +276,10 @@ class _Cycle:
         self.undo: list[tuple[ClusterQueueRuntime, dict[FlavorResource, int]]] = []
         self.preempted: dict[str, preemption.Target] = {}
         self.preemptors: dict[str, tuple[WorkloadInfo, str]] = {}
+        self.preemption_skips: dict[str, int] = {}
+
+    def skipped_preemption(self, cluster_queue: str) -> None:
+        self.preemption_skips[cluster_queue] = self.preemption_skips.get(cluster_queue, 0) + 1
 
     def overlaps(self, targets: tuple[preemption.Target, ...]) -> bool:
         return any(t.info.key in self.preempted for t in targets)
@@ -533,11 +543,14 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
         entry.status = "skipped"
         entry.message = "Workload has overlapping preemption targets with another workload"
         entry.reason = WAITING_FOR_QUOTA
+        cycle.skipped_preemption(cq.spec.name)
         return None
     if not cycle.fits(cq, usage, entry.targets):
         entry.status = "skipped"
         entry.message = "Workload no longer fits after processing another workload"
         entry.reason = WAITING_FOR_QUOTA
+        if mode == PREEMPT:
+            cycle.skipped_preemption(cq.spec.name)
         return None
     if any((info.key, target.info.key) in state.preemptions for target in entry.targets):
         # Not Kueue: the loop guard (`quiescence`). It waits, inadmissible under
