@@ -84,6 +84,8 @@ class ReportedPriorityUsage(Wire):
 
 class ReportedCapacity(Wire):
     cluster_queue: str
+    # The ClusterQueue's cohort, for the dashboard (older agents omit it).
+    cohort: str | None = Field(default=None, max_length=253)
     flavor: str
     resource: str
     nominal: QuantityText

@@ -136,6 +136,7 @@ def capacity_summary(state: EngineState) -> list[JsonObject]:
                     rows.append(
                         {
                             "clusterQueue": name,
+                            "cohort": cq.spec.cohort,
                             "flavor": flavor.name,
                             "resource": resource,
                             "nominal": format_amount(resource, quota.nominal),

@@ -74,12 +74,13 @@ function renderClusters(clusters) {
         const bar = el("div", { class: used > nominal ? "bar over" : "bar", title: `${entry.usage} of ${entry.nominal}` },
           el("span", { style: `width: ${(share * 100).toFixed(1)}%` }));
         return el("tr", {},
-          el("td", { text: entry.clusterQueue }), el("td", { text: entry.flavor }), el("td", { text: entry.resource }),
+          el("td", { text: entry.clusterQueue }), el("td", { text: entry.cohort || "" }),
+          el("td", { text: entry.flavor }), el("td", { text: entry.resource }),
           el("td", {}, el("div", { class: "usage" }, bar, `${entry.usage} / ${entry.nominal}`)),
           el("td", { text: entry.pending }));
       });
       card.append(el("table", {},
-        el("thead", {}, el("tr", {}, ...["ClusterQueue", "Flavor", "Resource", "Usage / quota", "Pending"].map((h) => el("th", { text: h })))),
+        el("thead", {}, el("tr", {}, ...["ClusterQueue", "Cohort", "Flavor", "Resource", "Usage / quota", "Pending"].map((h) => el("th", { text: h })))),
         el("tbody", {}, ...rows)));
     }
     return card;

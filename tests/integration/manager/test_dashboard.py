@@ -134,8 +134,12 @@ async def test_the_dashboard_follows_the_demo_live(browser: Browser, system: Dem
     assert await page.locator("#plot-admission polyline").count() == 1
     for worker in WORKERS:
         assert await page.locator(f"#plot-usage polyline[data-series='{worker}']").count() == 1
-    # Usage against quota per worker ClusterQueue, from the agents' reports.
+    # Usage against quota per worker ClusterQueue and its cohort, from the agents' reports.
     assert await page.locator("article.card .bar").count() > 0
+    cohorts = await page.eval_on_selector_all(
+        "article.card tbody tr", "rows => rows.map(r => r.cells[1].textContent)"
+    )
+    assert cohorts and set(cohorts) == {"org"}  # deploy/examples' worker setups: cohort org
 
     # A workload's dispatch history, and the filter.
     target = sorted(keys)[0]

@@ -29,3 +29,5 @@ def test_usage_is_split_by_the_priority_of_the_admitted_workloads() -> None:
     ]
     # Pending work holds nothing.
     assert rows["cpu"]["pending"] == "4"
+    # The quick start's ClusterQueue is in no cohort (the dashboard groups by it).
+    assert rows["cpu"]["clusterQueue"] == "cluster-queue" and rows["cpu"]["cohort"] is None
