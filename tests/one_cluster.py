@@ -69,10 +69,13 @@ async def eventually(check: Callable[[], Any], within: float = 60.0, what: str =
 
 
 @contextlib.asynccontextmanager
-async def cluster(backend: str, name: str, extra_crds: Sequence[Path] = ()) -> AsyncIterator[Path]:
+async def cluster(
+    backend: str, name: str, extra_crds: Sequence[Path] = (), aggregation: bool = False
+) -> AsyncIterator[Path]:
     """A cluster with Kueue's CRDs, JobSet's (and on kubesim Kubeflow's: a real one gets them
     with the training operator) and `extra_crds`; yields its kubeconfig file.
-    A real one is started once per session and group `name` (tests/realk8s.py)."""
+    A real one is started once per session and group `name` (tests/realk8s.py), serving
+    aggregated APIs with `aggregation` (kubesim always does)."""
     if backend == "kubesim":
         with tempfile.TemporaryDirectory() as scratch:
             spec = ClusterSpec(
@@ -86,7 +89,7 @@ async def cluster(backend: str, name: str, extra_crds: Sequence[Path] = ()) -> A
     from mkq.demo.system import install_crds
     from tests.realk8s import real_clusters
 
-    real = real_clusters((name,))[name]
+    real = real_clusters((name,), aggregation=aggregation)[name]
     await asyncio.to_thread(install_crds, [real], extra_crds)
     yield real.kubeconfig_path
 

@@ -15,17 +15,19 @@ from pathlib import Path
 
 from mkq.realk8s.clusters import RealCluster, start_clusters, stop_clusters
 
-_groups: dict[tuple[str, ...], dict[str, RealCluster]] = {}
+_groups: dict[tuple[tuple[str, ...], bool], dict[str, RealCluster]] = {}
 _directories: list[Path] = []
 
 
-def real_clusters(names: tuple[str, ...]) -> dict[str, RealCluster]:
-    """The session's running clusters named `names`, started on first use."""
-    if names not in _groups:
+def real_clusters(names: tuple[str, ...], *, aggregation: bool = False) -> dict[str, RealCluster]:
+    """The session's running clusters named `names`, started on first use; with
+    `aggregation`, serving aggregated APIs (mkq.realk8s.clusters.start_clusters)."""
+    key = (names, aggregation)
+    if key not in _groups:
         directory = Path(tempfile.mkdtemp(prefix="mkq-realk8s-"))
         _directories.append(directory)
-        _groups[names] = start_clusters(directory, names, tie_to_parent=True)
-    return _groups[names]
+        _groups[key] = start_clusters(directory, names, tie_to_parent=True, aggregation=aggregation)
+    return _groups[key]
 
 
 def stop_all() -> None:

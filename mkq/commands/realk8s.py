@@ -43,7 +43,7 @@ def build() -> None:
 def up(directory: Path, names: tuple[str, ...]) -> None:
     """Start one cluster per NAME; write DIRECTORY/NAME.kubeconfig (admin) for each."""
     try:
-        clusters = start_clusters(directory, names)
+        clusters = start_clusters(directory, names, aggregation=True)
     except (BuildError, ClusterStartError) as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)

@@ -215,7 +215,10 @@ async def _start_clusters(
     if backend == "real":
         # Started on this thread, which the clusters' processes are tied to; nothing else runs
         # on the loop yet.
-        real = stack.enter_context(clusters_running(scratch_dir / "clusters", names))
+        # With the aggregation layer: the agents register Kueue's visibility API.
+        real = stack.enter_context(
+            clusters_running(scratch_dir / "clusters", names, aggregation=True)
+        )
         install_crds(real.values())
         return dict(real)
     specs = cluster_specs(names, scratch_dir, run_time_scale)

@@ -238,8 +238,29 @@ def _start_etcd(launcher: _Launcher, programs: dict[str, Path]) -> str:
     return client
 
 
+def _aggregation_flags(pki: Pki) -> list[str]:
+    """The aggregation layer, for the agent's visibility API (an APIService): the client
+    certificate kube-apiserver proxies with, and the CA and name it publishes in
+    kube-system/extension-apiserver-authentication for the servers behind it. Only where asked:
+    kube-apiserver watches each of these files with an inotify instance of its own, and a test
+    session's many control planes would run out of the 128 a user gets by default."""
+    return [
+        f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
+        f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={pki.front_proxy_client_cert}",
+        f"--proxy-client-key-file={pki.front_proxy_client_key}",
+    ]
+
+
 def _start_apiserver(
-    launcher: _Launcher, programs: dict[str, Path], cluster: RealCluster, etcd: str
+    launcher: _Launcher,
+    programs: dict[str, Path],
+    cluster: RealCluster,
+    etcd: str,
+    aggregation: bool,
 ) -> subprocess.Popen[bytes]:
     pki = cluster.pki
     return launcher.start(
@@ -264,16 +285,7 @@ def _start_apiserver(
             "--allow-privileged=true",
             "--profiling=false",
             f"--cert-dir={cluster.directory / 'serving'}",
-            # The aggregation layer, for the agent's visibility API (an APIService): the
-            # client certificate it proxies with, and the CA and name it publishes in
-            # kube-system/extension-apiserver-authentication for the servers behind it.
-            f"--requestheader-client-ca-file={pki.front_proxy_ca_cert}",
-            f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
-            "--requestheader-username-headers=X-Remote-User",
-            "--requestheader-group-headers=X-Remote-Group",
-            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-            f"--proxy-client-cert-file={pki.front_proxy_client_cert}",
-            f"--proxy-client-key-file={pki.front_proxy_client_key}",
+            *(_aggregation_flags(pki) if aggregation else []),
             "--v=0",
         ],
     )
@@ -414,12 +426,17 @@ def _settle(
 
 
 def start_clusters(
-    directory: Path, names: Sequence[str], *, tie_to_parent: bool = False
+    directory: Path,
+    names: Sequence[str],
+    *,
+    tie_to_parent: bool = False,
+    aggregation: bool = False,
 ) -> dict[str, RealCluster]:
     """Start one control plane per name in `directory`; returns them once every node is Ready.
 
     With `tie_to_parent`, every process ends when the calling process dies (tests), else they
-    outlive it until `stop_clusters(directory)` (the `up` command).
+    outlive it until `stop_clusters(directory)` (the `up` command). With `aggregation`,
+    kube-apiserver serves aggregated APIs (APIServices) with a front proxy of its own.
     """
     if not names:
         raise ValueError("name at least one cluster")
@@ -442,7 +459,7 @@ def start_clusters(
             cluster = RealCluster(name, free_port(), directory / name)
             create_pki(cluster.pki.directory, name)
             clusters[name] = cluster
-            apiservers[name] = _start_apiserver(launcher, programs, cluster, etcd)
+            apiservers[name] = _start_apiserver(launcher, programs, cluster, etcd, aggregation)
             launcher.clusters[name] = {"port": cluster.port, "server": cluster.server}
         launcher.save()
         for name, cluster in clusters.items():
@@ -524,9 +541,11 @@ def stop_clusters(directory: Path, grace: float = 10.0) -> None:
 
 
 @contextlib.contextmanager
-def clusters_running(directory: Path, names: Sequence[str]) -> Iterator[dict[str, RealCluster]]:
+def clusters_running(
+    directory: Path, names: Sequence[str], *, aggregation: bool = False
+) -> Iterator[dict[str, RealCluster]]:
     """`start_clusters` for the length of a block, tied to this process."""
-    clusters = start_clusters(directory, names, tie_to_parent=True)
+    clusters = start_clusters(directory, names, tie_to_parent=True, aggregation=aggregation)
     try:
         yield clusters
     finally:

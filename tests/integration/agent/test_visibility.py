@@ -73,7 +73,7 @@ async def raw_json(kubeconfig: Path, path: str) -> Obj:
 @pytest.fixture
 async def served(backend: str) -> AsyncIterator[tuple[Path, KubeClient, Agent]]:
     """A cluster with the queues and the pending Workloads, and the agent serving the API."""
-    async with cluster(backend, "visibility") as kubeconfig:
+    async with cluster(backend, "visibility", aggregation=True) as kubeconfig:
         client = await KubeClient.from_kubeconfig(str(kubeconfig))
         agent = agent_for(client, free_port(), "visibility", visibility=True)
         try:
