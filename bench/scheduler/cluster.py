@@ -1,9 +1,12 @@
-"""Cluster mode: a kubesim cluster, the real agent, and Kueue's runner, on the wall clock.
+"""Cluster and real modes: an API server, the real agent, and Kueue's runner, on the wall clock.
 
 This is what Kueue's performance runner does against envtest + minimalkueue:
 
 - the scheduler (here: `mkq agent run`, a separate process, as minimalkueue is) runs against
-  an API server (here: kubesim, in this process, with the Kueue CRDs and, for TAS, the nodes);
+  an API server with the Kueue CRDs and, for TAS, the nodes. In cluster mode that is kubesim,
+  in this process. In real mode it is a real kube-apiserver and etcd (mkq/realk8s) and nothing
+  else, as envtest starts them, with the request limits Kueue's runner gives envtest's; the
+  runner creates the TAS nodes and writes their status, as Kueue's generator does;
 - a generator creates the objects, then every workloads set of every ClusterQueue creates its
   Workloads on its own schedule (sleep creationIntervalMs, create, repeat);
 - a watcher records every Workload and ClusterQueue observation into Kueue's recorder
@@ -15,7 +18,8 @@ This is what Kueue's performance runner does against envtest + minimalkueue:
   workloads; `wallMs` is the scheduler process's lifetime up to then, as Kueue measures
   minimalkueue's.
 
-The runner speaks plain HTTP to kubesim (aiohttp): it is a test harness, not a component.
+The runner speaks plain HTTP (aiohttp) to either API server: it is a test harness, not a
+component.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ import asyncio
 import contextlib
 import os
 import resource
+import shutil
 import signal
 import socket
+import ssl
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
@@ -51,6 +58,10 @@ from kueue_api.timestamps import rfc3339
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+# What Kueue's runner adds to envtest's kube-apiserver (test/performance/scheduler/runner/main.go):
+# its ~15,000 workloads overwhelm the default in-flight limits.
+ENVTEST_REQUEST_LIMITS = ("--max-requests-inflight=800", "--max-mutating-requests-inflight=400")
+BACKENDS = ("kubesim", "real")
 JSON_PATCH = "application/json-patch+json"
 _JSON_BODY = {"Content-Type": "application/json"}
 
@@ -74,6 +85,83 @@ class ClusterStats:
     real_s: float = 0.0
     samples: list[Sample] = field(default_factory=list)
     error: str | None = None  # set when the run stopped before every workload finished
+
+
+@dataclass(frozen=True)
+class ApiServer:
+    """Where the run's API server answers, and how to reach it."""
+
+    url: str
+    kubeconfig: Path
+    headers: dict[str, str]
+    ssl_context: ssl.SSLContext | None
+    real: bool
+
+
+@contextlib.asynccontextmanager
+async def kubesim_api_server(scenario: Scenario) -> AsyncIterator[ApiServer]:
+    """kubesim in this process, with the Kueue CRDs and the scenario's nodes."""
+    from kubesim import ClusterSpec, run_clusters
+
+    spec = ClusterSpec(
+        name="bench",
+        nodes=node_profile(scenario),
+        crds=sorted(CRD_DIR.glob("*.yaml")),
+        kubeconfig_scheme="http",
+    )
+    async with run_clusters([spec]) as clusters:
+        cluster = clusters[0]
+        yield ApiServer(
+            cluster.url,
+            cluster.kubeconfig_path,
+            {"Authorization": f"Bearer {cluster.token}"},
+            None,
+            real=False,
+        )
+
+
+@contextlib.asynccontextmanager
+async def real_api_server(scenario: Scenario) -> AsyncIterator[ApiServer]:
+    """A fresh etcd and kube-apiserver (as envtest starts them), with the Kueue CRDs; the
+    scenario's nodes are created by `_setup`, as Kueue's generator creates them."""
+    from mkq.realk8s.clusters import start_clusters, stop_clusters
+    from mkq.realk8s.jobset import apply_established
+
+    directory = Path(tempfile.mkdtemp(prefix="mkq-bench-real-"))
+    try:
+        clusters = await asyncio.to_thread(
+            start_clusters,
+            directory,
+            ["bench"],
+            tie_to_parent=True,
+            api_server_only=True,
+            apiserver_flags=ENVTEST_REQUEST_LIMITS,
+        )
+        try:
+            cluster = clusters["bench"]
+            files = sorted(CRD_DIR.glob("*.yaml"))
+            names = [f"{file.stem.split('_', 1)[1]}.kueue.x-k8s.io" for file in files]
+            await asyncio.to_thread(apply_established, cluster, files, names)
+            context = ssl.create_default_context(cafile=str(cluster.pki.ca_cert))
+            context.load_cert_chain(
+                str(cluster.pki.client_cert("admin")), str(cluster.pki.client_key("admin"))
+            )
+            yield ApiServer(cluster.server, cluster.kubeconfig_path, {}, context, real=True)
+        finally:
+            await asyncio.to_thread(stop_clusters, directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _peak_rss_kib(pid: int) -> int | None:
+    """A running process's peak resident set (VmHWM), in KiB; None where /proc cannot tell."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _free_port() -> int:
@@ -168,6 +256,22 @@ class _Client:
                 )
         raise ClusterRunError("unreachable")
 
+    async def create_node(self, node: Obj) -> None:
+        """A node as Kueue's generator makes one: created, then its status (capacity,
+        allocatable, Ready) written, as kube-apiserver ignores status on create."""
+        await self.create({k: v for k, v in node.items() if k != "status"})
+        path = f"/api/v1/nodes/{node['metadata']['name']}/status"
+        async with self.session.patch(
+            self.url + path,
+            data=jsoncodec.dumps({"status": node["status"]}),
+            headers={"Content-Type": "application/merge-patch+json"},
+        ) as response:
+            if response.status >= 300:
+                raise ClusterRunError(
+                    f"writing the status of Node/{node['metadata']['name']}: "
+                    f"{response.status} {await response.text()}"
+                )
+
     async def patch_status(self, obj: Obj, patch: Any, content_type: str) -> int:
         meta = obj["metadata"]
         path = f"{KUEUE}/namespaces/{meta['namespace']}/workloads/{meta['name']}/status"
@@ -221,7 +325,11 @@ class ClusterRun:
         time_limit_s: float = 3600.0,
         agent_command: list[str] | None = None,
         agent_log: Path | None = None,
+        backend: str = "kubesim",
     ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
+        self.backend = backend
         self.scenario = scenario
         self.recorder = recorder
         self.progress = progress
@@ -252,29 +360,21 @@ class ClusterRun:
         return int(moment.timestamp() * 1e9) - self._origin_wall
 
     async def run(self) -> ClusterStats:
-        from kubesim import ClusterSpec, run_clusters
-
         started = time.perf_counter()
-        crds = sorted(CRD_DIR.glob("*.yaml"))
-        spec = ClusterSpec(
-            name="bench",
-            nodes=node_profile(self.scenario),
-            crds=crds,
-            kubeconfig_scheme="http",
-        )
-        async with run_clusters([spec]) as clusters:
-            cluster = clusters[0]
-            headers = {"Authorization": f"Bearer {cluster.token}"}
-            connector = aiohttp.TCPConnector(limit=64)
-            async with aiohttp.ClientSession(headers=headers, connector=connector) as session:
-                client = _Client(session, cluster.url)
-                await self._setup(client)
+        api_server = real_api_server if self.backend == "real" else kubesim_api_server
+        async with api_server(self.scenario) as target:
+            connector = aiohttp.TCPConnector(limit=64, ssl=target.ssl_context or False)
+            async with aiohttp.ClientSession(
+                headers=target.headers, connector=connector
+            ) as session:
+                client = _Client(session, target.url)
+                await self._setup(client, target.real)
                 children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 own_before = resource.getrusage(resource.RUSAGE_SELF)
                 port = _free_port()
                 self._origin_mono = time.monotonic_ns()
                 self._origin_wall = time.time_ns()
-                agent = await self._start_agent(cluster.kubeconfig_path, port)
+                agent = await self._start_agent(target.kubeconfig, port)
                 try:
                     await self._wait_ready(session, agent, port)
                     self.stats.agent_startup_ms = self._now_ns() // NS_PER_MS
@@ -284,6 +384,7 @@ class ClusterRun:
                         self.stats.error = str(error)
                 finally:
                     self.stats.wall_ms = self._now_ns() // NS_PER_MS
+                    peak_kib = _peak_rss_kib(agent.pid)
                     await self._stop_agent(agent)
                     for task in self._tasks:
                         task.cancel()
@@ -296,12 +397,19 @@ class ClusterRun:
                 self.stats.agent_cpu_s = (children.ru_utime - children_before.ru_utime) + (
                     children.ru_stime - children_before.ru_stime
                 )
-                self.stats.agent_peak_memory_mib = children.ru_maxrss / 1024
+                # RUSAGE_CHILDREN's peak is the largest of every child this process ever
+                # reaped (a control plane's kube-apiserver, Kueue's runner), so the agent's own
+                # high-water mark is read from /proc while it still runs.
+                self.stats.agent_peak_memory_mib = (peak_kib or children.ru_maxrss) / 1024
         self.stats.real_s = time.perf_counter() - started
         return self.stats
 
-    async def _setup(self, client: _Client) -> None:
-        objects = [o for o in self.scenario.setup_objects() if o["kind"] != "Node"]
+    async def _setup(self, client: _Client, create_nodes: bool) -> None:
+        objects = self.scenario.setup_objects()
+        nodes = [o for o in objects if o["kind"] == "Node"]
+        objects = [o for o in objects if o["kind"] != "Node"]
+        if create_nodes:
+            await asyncio.gather(*(client.create_node(node) for node in nodes))
         for obj in objects:
             if obj["kind"] in ("Namespace", "ResourceFlavor", "Topology", "Cohort"):
                 await client.create(obj)
@@ -591,7 +699,10 @@ def run_cluster(
     progress: ProgressCallback | None = None,
     time_limit_s: float = 3600.0,
     agent_log: Path | None = None,
+    backend: str = "kubesim",
 ) -> ClusterStats:
-    """Run a cluster-mode benchmark to completion (blocking)."""
-    run = ClusterRun(scenario, recorder, progress, time_limit_s, agent_log=agent_log)
+    """Run a cluster-mode (kubesim) or real-mode benchmark to completion (blocking)."""
+    run = ClusterRun(
+        scenario, recorder, progress, time_limit_s, agent_log=agent_log, backend=backend
+    )
     return asyncio.run(run.run())

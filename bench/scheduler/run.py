@@ -93,7 +93,8 @@ def run_engine(
 def run_cluster_mode(
     request: RunRequest, progress: ProgressCallback | None = None, time_limit_s: float = 3600.0
 ) -> dict[str, Any]:
-    """Cluster mode: kubesim + the agent on the wall clock; the same outputs as engine mode.
+    """Cluster mode (kubesim) or real mode (kube-apiserver and etcd) + the agent on the wall
+    clock; the same outputs as engine mode (`request.mode` names the API server).
 
     CPU and memory are the agent process's (the scheduler), as Kueue reports minimalkueue's.
     """
@@ -104,7 +105,10 @@ def run_cluster_mode(
     floor = compute_floor(scenario)
     recorder = Recorder()
     out = request.out or default_out(scenario.name)
-    stats = run_cluster(scenario, recorder, progress, time_limit_s, agent_log=out / "agent.log")
+    backend = "real" if request.mode == "real" else "kubesim"
+    stats = run_cluster(
+        scenario, recorder, progress, time_limit_s, agent_log=out / "agent.log", backend=backend
+    )
     summary = recorder.summary(stats.wall_ms)
     cost = RunCost(
         admissions=stats.admissions,
@@ -119,7 +123,7 @@ def run_cluster_mode(
         startup_ms=stats.agent_startup_ms,
     )
     return _write(
-        request, "cluster", scenario, floor, spec, summary, cost, stats.samples, out, stats.error
+        request, request.mode, scenario, floor, spec, summary, cost, stats.samples, out, stats.error
     )
 
 

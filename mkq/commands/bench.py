@@ -24,6 +24,7 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.table import Table
 
 from bench.scheduler.generator import GeneratorError
 from bench.scheduler.simulation import ProgressCallback, SimulationError
@@ -138,10 +139,13 @@ def _progress_bar(console: Console, total: int, mode: str) -> tuple[Progress, Pr
 )
 @click.option(
     "--mode",
-    type=click.Choice(["engine", "cluster"]),
+    type=click.Choice(["engine", "cluster", "real"]),
     default="engine",
     show_default=True,
-    help="engine: the engine on a simulated clock; cluster: kubesim + the real agent.",
+    help=(
+        "engine: the engine on a simulated clock; cluster: kubesim + the real agent; "
+        "real: a real kube-apiserver and etcd (as Kueue's envtest) + the real agent."
+    ),
 )
 @click.option(
     "--out",
@@ -154,7 +158,7 @@ def _progress_bar(console: Console, total: int, mode: str) -> tuple[Progress, Pr
     type=float,
     default=3600.0,
     show_default=True,
-    help="Cluster mode: give up after this many seconds.",
+    help="Cluster and real modes: give up after this many seconds.",
 )
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
 def scheduler(
@@ -173,12 +177,14 @@ def scheduler(
     """
     from bench.scheduler.cluster import ClusterRunError
     from bench.scheduler.run import RunRequest, load_scenario, run_cluster_mode, run_engine
+    from mkq.realk8s.binaries import BuildError
+    from mkq.realk8s.clusters import ClusterStartError
 
     words = ["mkq", "bench", "scheduler", "--generator", str(generator)]
     if rangespec is not None:
         words += ["--rangespec", str(rangespec)]
     words += ["--mode", mode]
-    if mode == "cluster":
+    if mode in ("cluster", "real"):
         words += ["--time-limit", f"{time_limit:g}"]
     if out is not None:
         words += ["--out", str(out)]
@@ -188,7 +194,7 @@ def scheduler(
     err = Console(stderr=True)
 
     def run(progress: ProgressCallback | None) -> dict[str, Any]:
-        if mode == "cluster":
+        if mode in ("cluster", "real"):
             return run_cluster_mode(request, progress, time_limit_s=time_limit)
         return run_engine(request, progress)
 
@@ -203,7 +209,7 @@ def scheduler(
     except GeneratorError as error:
         click.echo(f"mkq bench scheduler: {error}", err=True)
         sys.exit(2)
-    except (SimulationError, ClusterRunError) as error:
+    except (SimulationError, ClusterRunError, ClusterStartError, BuildError) as error:
         click.echo(f"mkq bench scheduler: the run did not complete: {error}", err=True)
         sys.exit(1)
     click.echo(json.dumps(document, indent=2))
@@ -249,3 +255,94 @@ def agree(directory: Path, pattern: str, keep: Path | None) -> None:
                 click.echo(f"    {line}")
     click.echo(f"{agreeing} of {len(scenarios)} agree")
     sys.exit(0 if agreeing == len(scenarios) else 1)
+
+
+@bench.command(name="compare")
+@click.option(
+    "--scenario",
+    type=click.Choice(["baseline", "tas", "large-scale"]),
+    help="One of Kueue's scheduler scenarios (its generator file, from the pinned module).",
+)
+@click.option(
+    "--generator",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="A generator file of Kueue's format instead of a named scenario.",
+)
+@click.option("--repeat", type=click.IntRange(1, 50), default=1, show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Output directory (default ./bench-out/compare-<scenario>).",
+)
+@click.option(
+    "--time-limit",
+    type=float,
+    default=3600.0,
+    show_default=True,
+    help="Give up on a run after this many seconds.",
+)
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def compare_command(
+    scenario: str | None,
+    generator: Path | None,
+    repeat: int,
+    out: Path | None,
+    time_limit: float,
+    no_progress: bool,
+) -> None:
+    """Kueue's scheduler benchmark side by side: Kueue's own runner with minimalkueue, and
+    `mkq bench scheduler --mode real`, on freshly started control planes of the same programs.
+
+    Prints one table (each figure as mkq / Kueue, the median over --repeat pairs, run
+    alternately) and writes compare.json, compare.md and compare.png. Exit 0 when every run
+    completed, 1 when one did not, 2 on bad input.
+    """
+    from bench.peers.kueue.perf import KueueRunError, scenario_generator
+    from bench.scheduler.cluster import ClusterRunError
+    from bench.scheduler.generator import load_generator
+    from bench.scheduler.run import scenario_name
+    from bench.scheduler.side_by_side import CompareRequest, compare
+    from mkq.realk8s.binaries import BuildError
+    from mkq.realk8s.clusters import ClusterStartError
+
+    if (scenario is None) == (generator is None):
+        raise click.UsageError("name one of --scenario and --generator")
+    err = Console(stderr=True)
+    try:
+        path = generator if generator is not None else scenario_generator(str(scenario))
+        load_generator(path)  # refuse a bad file before anything starts
+    except GeneratorError as error:
+        click.echo(f"mkq bench compare: {error}", err=True)
+        sys.exit(2)
+    except BuildError as error:
+        click.echo(f"mkq bench compare: {error}", err=True)
+        sys.exit(1)
+    name = scenario or scenario_name(path)
+    words = ["mkq", "bench", "compare"]
+    words += ["--scenario", name] if scenario else ["--generator", str(path)]
+    words += ["--repeat", str(repeat)]
+    request = CompareRequest(
+        scenario=name,
+        generator=path,
+        repeat=repeat,
+        out=out or Path("bench-out") / f"compare-{name}",
+        time_limit_s=time_limit,
+        command=shlex.join(words),
+    )
+
+    def announce(line: str) -> None:
+        err.print(f"[bold]{line}[/bold]")
+
+    try:
+        comparison, document = compare(request, announce)
+    except (KueueRunError, ClusterRunError, ClusterStartError, BuildError, RuntimeError) as error:
+        click.echo(f"mkq bench compare: a run did not complete: {error}", err=True)
+        sys.exit(1)
+    table = Table(title=f"{name}: mkq beside Kueue ({repeat} pair{'s' if repeat > 1 else ''})")
+    for column in ("", "mkq", "Kueue", "mkq / Kueue", "target"):
+        table.add_column(column, justify="left" if column in ("", "target") else "right")
+    for line in comparison.markdown().splitlines()[2:]:
+        table.add_row(*[cell.strip() for cell in line.strip("|").split("|")])
+    Console().print(table)
+    files = document["files"]
+    click.echo(f"wrote {files['json']}, {files['table']}, {files['plot']}", err=True)

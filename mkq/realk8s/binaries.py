@@ -135,7 +135,17 @@ MODULE_FILES = (
 # Kueue itself, the peer the benchmarks and the decision oracle hold mkq against
 # (bench/peers/kueue/go.mod pins the release); its CRDs come from the same module.
 KUEUE = GoModule(
-    "kueue", "sigs.k8s.io/kueue", ("sigs.k8s.io/kueue/cmd/kueue",), root=REPO / "bench" / "peers"
+    "kueue",
+    "sigs.k8s.io/kueue",
+    (
+        "sigs.k8s.io/kueue/cmd/kueue",
+        # The programs of Kueue's scheduler benchmark (test/performance/scheduler): its runner
+        # (generator, recorder, envtest) and minimalkueue (Kueue's core controllers and
+        # scheduler alone), which `mkq bench compare` runs beside mkq.
+        "sigs.k8s.io/kueue/test/performance/scheduler/runner",
+        "sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue",
+    ),
+    root=REPO / "bench" / "peers",
 )
 KUEUE_CRD_PLURALS = (
     "admissionchecks",

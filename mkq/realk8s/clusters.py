@@ -261,6 +261,7 @@ def _start_apiserver(
     cluster: RealCluster,
     etcd: str,
     aggregation: bool,
+    extra_flags: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     pki = cluster.pki
     return launcher.start(
@@ -286,6 +287,7 @@ def _start_apiserver(
             "--profiling=false",
             f"--cert-dir={cluster.directory / 'serving'}",
             *(_aggregation_flags(pki) if aggregation else []),
+            *extra_flags,
             "--v=0",
         ],
     )
@@ -432,12 +434,17 @@ def start_clusters(
     *,
     tie_to_parent: bool = False,
     aggregation: bool = False,
+    api_server_only: bool = False,
+    apiserver_flags: Sequence[str] = (),
 ) -> dict[str, RealCluster]:
     """Start one control plane per name in `directory`; returns them once every node is Ready.
 
     With `tie_to_parent`, every process ends when the calling process dies (tests), else they
     outlive it until `stop_clusters(directory)` (the `up` command). With `aggregation`,
-    kube-apiserver serves aggregated APIs (APIServices) with a front proxy of its own.
+    kube-apiserver serves aggregated APIs (APIServices) with a front proxy of its own. With
+    `api_server_only`, each is etcd and kube-apiserver alone, with no node, controller or
+    scheduler: what controller-runtime's envtest starts, where Kueue's scheduler benchmark runs.
+    `apiserver_flags` are added to kube-apiserver's.
     """
     if not names:
         raise ValueError("name at least one cluster")
@@ -460,7 +467,9 @@ def start_clusters(
             cluster = RealCluster(name, free_port(), directory / name)
             create_pki(cluster.pki.directory, name)
             clusters[name] = cluster
-            apiservers[name] = _start_apiserver(launcher, programs, cluster, etcd, aggregation)
+            apiservers[name] = _start_apiserver(
+                launcher, programs, cluster, etcd, aggregation, apiserver_flags
+            )
             launcher.clusters[name] = {"port": cluster.port, "server": cluster.server}
         launcher.save()
         for name, cluster in clusters.items():
@@ -472,9 +481,11 @@ def start_clusters(
                     launcher.logs / f"{name}-kube-apiserver.log",
                     apiservers[name],
                 )
-            components[name] = _start_components(launcher, programs, cluster, kubeconfigs)
+            if not api_server_only:
+                components[name] = _start_components(launcher, programs, cluster, kubeconfigs)
         for name, cluster in clusters.items():
-            _settle(cluster, launcher, components[name])
+            if not api_server_only:
+                _settle(cluster, launcher, components[name])
     except BaseException:
         stop_clusters(directory)
         raise
@@ -543,10 +554,22 @@ def stop_clusters(directory: Path, grace: float = 10.0) -> None:
 
 @contextlib.contextmanager
 def clusters_running(
-    directory: Path, names: Sequence[str], *, aggregation: bool = False
+    directory: Path,
+    names: Sequence[str],
+    *,
+    aggregation: bool = False,
+    api_server_only: bool = False,
+    apiserver_flags: Sequence[str] = (),
 ) -> Iterator[dict[str, RealCluster]]:
     """`start_clusters` for the length of a block, tied to this process."""
-    clusters = start_clusters(directory, names, tie_to_parent=True, aggregation=aggregation)
+    clusters = start_clusters(
+        directory,
+        names,
+        tie_to_parent=True,
+        aggregation=aggregation,
+        api_server_only=api_server_only,
+        apiserver_flags=apiserver_flags,
+    )
     try:
         yield clusters
     finally:

@@ -231,7 +231,9 @@ def _schedule(state: EngineState, now: float, progress: _Progress) -> CycleResul
     for cq, usage in reversed(cycle.undo):
         cq.node.remove_usages(usage)
     pending: list[PendingUpdate] = []
-    idle = not admissions and not cycle.preempted
+    # A preemptor waiting only on ongoing preemptions changes nothing: the victims' release,
+    # an outside change, wakes the next cycle.
+    idle = not admissions and not cycle.issued
     stalled = idle
     for entry in entries + inadmissible:
         if entry.admitted:
@@ -305,9 +307,19 @@ class _Cycle:
             for holder, victim in removed:
                 holder.node.add_usages(victim.usage)
 
+    @property
+    def issued(self) -> dict[str, preemption.Target]:
+        """The victims this cycle evicts: those it claimed, but for those whose preemption is
+        already ongoing (Kueue counts them preempted and issues nothing)."""
+        return {
+            key: target
+            for key, target in self.preempted.items()
+            if not self.state.preemption_ongoing(target.info)
+        }
+
     def apply_evictions(self) -> list[Eviction]:
         evictions = []
-        for key, target in self.preempted.items():
+        for key, target in self.issued.items():
             preemptor, preemptor_cq = self.preemptors[key]
             message = preemption.preemption_message(self.state, preemptor, target, preemptor_cq)
             evictions.append(
@@ -322,6 +334,7 @@ class _Cycle:
             target.info.evictions.append(("Preempted", preemptor.key))
             self.state.preemptions.add((preemptor.key, key))
             self.state.evict_workload(key)
+            self.state.releasing.add(key)
         return evictions
 
 
@@ -552,7 +565,11 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
         if mode == PREEMPT:
             cycle.skipped_preemption(cq.spec.name)
         return None
-    if any((info.key, target.info.key) in state.preemptions for target in entry.targets):
+    if any(
+        (info.key, target.info.key) in state.preemptions
+        and not state.preemption_ongoing(target.info)
+        for target in entry.targets
+    ):
         # Not Kueue: the loop guard (`quiescence`). It waits, inadmissible under
         # BestEffortFIFO, for the next freeing event or outside change.
         entry.status = "skipped"

@@ -31,7 +31,11 @@ equal is not either. A cycle refuses a preemption whose victims include a pair a
 memory: the preemptor stays pending ("preemption skipped: it would repeat a preemption made
 since the last change (loop guard)"), waiting, inadmissible under BestEffortFIFO, for the next
 freeing event, and the rest of the cycle goes on. Recording is O(1) per eviction; the check is
-O(1) per victim.
+O(1) per victim. A victim that still holds the quota of its eviction (the agent re-enters it so
+until the cluster shows its reservation cleared) is not a repeat: its preemption is ongoing
+(`EngineState.preemption_ongoing`), and, as Kueue does, the preemptor takes it again, issues
+nothing new for it, and holds its own usage in the cycle, so that a borrowing workload of
+another ClusterQueue cannot take what the first released victims free.
 
 Why every run then settles: between two outside changes each of the finitely many pairs is
 preempted at most once, so there are at most n·(n-1) evictions for n workloads. Without an

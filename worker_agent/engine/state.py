@@ -91,6 +91,11 @@ class EngineState:
         self.preemptions: set[tuple[str, str]] = set()
         """(preemptor, victim) keys of the engine's preemptions since the last outside change
         that could alter the outcome: the loop guard (`quiescence`) refuses one that recurs."""
+        self.releasing: set[str] = set()
+        """Victims the engine evicted that have not been released or admitted again since. One
+        that holds an admission meanwhile is one whose owner still shows it holding the quota
+        (the agent re-enters a victim so until its Workload's reservation is cleared): its
+        preemption is ongoing (`preemption_ongoing`)."""
         self._dirty = True
         self._requeue_all = False
 
@@ -232,10 +237,18 @@ class EngineState:
 
     # --- workloads -----------------------------------------------------------------------
 
+    def preemption_ongoing(self, info: WorkloadInfo) -> bool:
+        """Whether `info` is a victim still holding the quota of its eviction: Kueue's
+        "Preemption ongoing" (pkg/scheduler/preemption/preemption.go, IssuePreemptions), a
+        target a preemptor may take again, not a preemption made twice."""
+        return info.key in self.releasing and info.admission is not None
+
     def upsert_workload(self, spec: WorkloadSpec) -> None:
         """Add a workload or replace its spec (a new admission in the spec is taken as given)."""
         if spec.key in self._retired_keys:
             return  # a slice already replaced: its quota went to its replacement
+        if spec.admission is None:
+            self.releasing.discard(spec.key)
         old = self.workloads.get(spec.key)
         if self.preemptions and (
             old is None or _workload_inputs(old.spec) != _workload_inputs(spec)
@@ -306,6 +319,7 @@ class EngineState:
                 if old.key == key:
                     del self.retired[new_key]
         self.retired.pop(key, None)
+        self.releasing.discard(key)
         info = self.workloads.pop(key, None)
         if info is None:
             return
@@ -456,6 +470,7 @@ class EngineState:
         now: float,
     ) -> None:
         """Assume an admission decided by a cycle (quota already added to the tree)."""
+        self.releasing.discard(info.key)
         info.admission = admission
         info.usage = usage
         info.admitted_at = now

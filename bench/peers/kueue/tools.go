@@ -2,4 +2,8 @@
 
 package tools
 
-import _ "sigs.k8s.io/kueue/cmd/kueue"
+import (
+	_ "sigs.k8s.io/kueue/cmd/kueue"
+	_ "sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue"
+	_ "sigs.k8s.io/kueue/test/performance/scheduler/runner"
+)
