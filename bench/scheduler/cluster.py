@@ -62,6 +62,9 @@ KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # its ~15,000 workloads overwhelm the default in-flight limits.
 ENVTEST_REQUEST_LIMITS = ("--max-requests-inflight=800", "--max-mutating-requests-inflight=400")
 BACKENDS = ("kubesim", "real")
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+# Linux's parent-death signal: SIGTERM, so the program still stops cleanly.
+STOP_WITH_PARENT = ("setpriv", "--pdeathsig", "TERM", "--")
 JSON_PATCH = "application/json-patch+json"
 _JSON_BODY = {"Content-Type": "application/json"}
 
@@ -257,20 +260,27 @@ class _Client:
         raise ClusterRunError("unreachable")
 
     async def create_node(self, node: Obj) -> None:
-        """A node as Kueue's generator makes one: created, then its status (capacity,
-        allocatable, Ready) written, as kube-apiserver ignores status on create."""
+        """A node as Kueue's generator makes one (its test utility CreateNodesWithStatus):
+        created, its status (capacity, allocatable, Ready) written, as kube-apiserver ignores
+        status on create, and then, Ready, without the not-ready taint kube-apiserver's
+        TaintNodesByCondition admission gave it (no node controller here takes it off)."""
+        name = node["metadata"]["name"]
         await self.create({k: v for k, v in node.items() if k != "status"})
-        path = f"/api/v1/nodes/{node['metadata']['name']}/status"
+        await self._merge_patch(f"/api/v1/nodes/{name}/status", {"status": node["status"]})
+        created = await self.get(f"/api/v1/nodes/{name}")
+        taints = (created.get("spec") or {}).get("taints") or []
+        kept = [t for t in taints if t.get("key") != NOT_READY_TAINT]
+        if kept != taints:
+            await self._merge_patch(f"/api/v1/nodes/{name}", {"spec": {"taints": kept or None}})
+
+    async def _merge_patch(self, path: str, patch: Obj) -> None:
         async with self.session.patch(
             self.url + path,
-            data=jsoncodec.dumps({"status": node["status"]}),
+            data=jsoncodec.dumps(patch),
             headers={"Content-Type": "application/merge-patch+json"},
         ) as response:
             if response.status >= 300:
-                raise ClusterRunError(
-                    f"writing the status of Node/{node['metadata']['name']}: "
-                    f"{response.status} {await response.text()}"
-                )
+                raise ClusterRunError(f"patching {path}: {response.status} {await response.text()}")
 
     async def patch_status(self, obj: Obj, patch: Any, content_type: str) -> int:
         meta = obj["metadata"]
@@ -436,19 +446,26 @@ class ClusterRun:
         raise ClusterRunError("the agent was not ready after 120 s")
 
     async def _start_agent(self, kubeconfig: Path, port: int) -> asyncio.subprocess.Process:
-        command = self.agent_command or [
-            sys.executable,
-            "-c",
-            "from mkq.cli import main; main()",
-            "agent",
-            "run",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--cluster-name",
-            "bench",
-            "--no-leader-elect",
-            "--metrics-port",
-            str(port),
+        # The agent ends with this process, however it ends (as the control plane does).
+        command = [
+            *STOP_WITH_PARENT,
+            *(
+                self.agent_command
+                or [
+                    sys.executable,
+                    "-c",
+                    "from mkq.cli import main; main()",
+                    "agent",
+                    "run",
+                    "--kubeconfig",
+                    str(kubeconfig),
+                    "--cluster-name",
+                    "bench",
+                    "--no-leader-elect",
+                    "--metrics-port",
+                    str(port),
+                ]
+            ),
         ]
         if self.agent_log is not None:
             self.agent_log.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from bench.scheduler.cluster import STOP_WITH_PARENT
 from mkq.realk8s.binaries import KUEUE, ensure_built, ensure_control_plane, module_file
 
 SCENARIOS = ("baseline", "tas", "large-scale")
@@ -78,6 +79,8 @@ def run_kueue(generator: Path, out: Path, *, timeout_s: float = 3600.0) -> Kueue
     for stale in ("summary.yaml", "minimalkueue.stats.yaml"):
         (out / stale).unlink(missing_ok=True)
     argv = [
+        # Ended with this process, however it ends: on SIGTERM the runner stops envtest.
+        *STOP_WITH_PARENT,
         str(programs / "runner"),
         f"--o={out}",
         f"--crds={crd_dir}",

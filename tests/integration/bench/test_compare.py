@@ -121,3 +121,90 @@ def test_compare_wants_one_scenario(tmp_path: Path) -> None:
     result = CliRunner().invoke(bench, ["compare"])
     assert result.exit_code == 2
     assert "name one of --scenario and --generator" in result.output
+
+
+TAS_GENERATOR = {
+    "topology": {
+        "name": "tiny-topology",
+        "levels": [
+            {"name": "block", "count": 1, "nodeLabel": "cloud.provider.com/topology-block"},
+            {"name": "rack", "count": 2, "nodeLabel": "cloud.provider.com/topology-rack"},
+            {
+                "name": "node",
+                "count": 2,
+                "nodeLabel": "kubernetes.io/hostname",
+                "capacity": {"cpu": "4", "memory": "16Gi"},
+            },
+        ],
+    },
+    "resourceFlavor": {
+        "name": "tas-flavor",
+        "nodeLabel": "tas-node-group",
+        "topologyName": "tiny-topology",
+    },
+    "cohorts": [
+        {
+            "className": "cohort",
+            "count": 1,
+            "queuesSets": [
+                {
+                    "className": "cq",
+                    "count": 1,
+                    "nominalQuota": "16",
+                    "borrowingLimit": "0",
+                    "reclaimWithinCohort": "Any",
+                    "withinClusterQueue": "LowerPriority",
+                    "workloadsSets": [
+                        {
+                            "count": 6,
+                            "creationIntervalMs": 100,
+                            "workloads": [
+                                {
+                                    "className": "rack",
+                                    "runtimeMs": 300,
+                                    "priority": 50,
+                                    "request": "1",
+                                    "podCount": 4,
+                                    "tasConstraint": "required",
+                                    "tasLevel": "cloud.provider.com/topology-rack",
+                                }
+                            ],
+                        }
+                    ],
+                }
+            ],
+        }
+    ],
+}
+
+
+def test_real_mode_places_topology_workloads_on_the_nodes_the_runner_made(
+    tmp_path: Path,
+) -> None:
+    """The runner makes the topology's nodes as Kueue's generator does: created, their status
+    written, and the not-ready taint kube-apiserver gives a new node taken off (no node
+    controller runs beside envtest's kube-apiserver, nor beside real mode's)."""
+    generator = tmp_path / "generator.yaml"
+    generator.write_text(yaml.safe_dump(TAS_GENERATOR))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        bench,
+        [
+            "scheduler",
+            "--generator",
+            str(generator),
+            "--mode",
+            "real",
+            "--out",
+            str(out),
+            "--time-limit",
+            "90",
+            "--no-progress",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["mode"] == "real" and summary["completed"]
+    assert summary["wlClassesCount"] == {"rack": 6}
+    # 4 pods of 1 cpu in one rack of two 4-cpu nodes: two such workloads at a time
+    assert summary["admissions"] - summary["evictions"] == 6
