@@ -159,7 +159,10 @@ def _capacity(queues: list[_Queue], queue: _Queue, flavor: str) -> int:
     limit = queue.borrowing[flavor]
     already = max(0, queue.used[flavor] - queue.nominal[flavor])
     may_borrow = pool if limit is None else max(0, min(pool, limit - already))
-    return own_free + may_borrow
+    # and never more than the cohort has left: another queue's borrowing takes from the same
+    # nominal quota this one is owed (an over-committed start is no state Kueue reaches)
+    cohort_free = sum(m.nominal[flavor] - m.used[flavor] for m in members)  # `queue` is one
+    return max(0, min(own_free + may_borrow, cohort_free))
 
 
 def scenario(seed: int, index: int, shape: Shape | None = None) -> list[Obj]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.peers.kueue.agreement import differences, without_expectation
+from bench.peers.kueue.generated import write
 from bench.peers.kueue.oracle import Oracle, oracle
 from mkq.commands.simulate import simulate_paths
 
@@ -39,3 +40,23 @@ def test_kueue_decides_as_mkq_does(kueue: Oracle, scenario: str, tmp_path: Path)
     theirs = kueue.decide(path)
     assert theirs["workloads"], "Kueue reported no Workloads"
     assert differences(simulate_paths([path]), theirs) == []
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        8,  # one victim, six admitted
+        11,  # two victims
+        18,  # two flavors, seven admitted, two victims
+    ],
+)
+def test_kueue_decides_generated_scenarios_as_mkq_does(
+    kueue: Oracle, index: int, tmp_path: Path
+) -> None:
+    """Scenarios of `bench.peers.kueue.generated` (seed 1), chosen among those where mkq
+    preempts: Kueue preempts the same victims and admits the same workloads."""
+    [path] = write(seed=1, count=1, out=tmp_path, start=index)
+    ours = simulate_paths([path])
+    assert any(w.get("evictions") for w in ours["workloads"].values()), "no preemption here"
+    theirs = kueue.decide(path)
+    assert differences(ours, theirs) == []

@@ -71,3 +71,25 @@ def test_the_command_writes_the_files_and_refuses_a_bad_count(tmp_path: Path) ->
         "generated-2-0002.yaml",
     ]
     assert main(["--count", "0", "--out", str(tmp_path)]) == 2
+
+
+def test_admitted_workloads_never_overcommit_a_cohorts_flavor() -> None:
+    """The cohort's quota of a flavor holds every admitted workload of its queues: a queue's
+    own nominal quota is no room when another queue borrows it."""
+    for index in range(200):
+        docs = scenario(1, index)
+        queues = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "ClusterQueue"}
+        nominal: Counter[tuple[str, str]] = Counter()
+        for name, spec in queues.items():
+            for flavor in spec["resourceGroups"][0]["flavors"]:
+                group = spec.get("cohortName", f"alone-{name}")
+                nominal[(group, flavor["name"])] += int(flavor["resources"][0]["nominalQuota"])
+        used: Counter[tuple[str, str]] = Counter()
+        for workload in (d for d in docs if d["kind"] == "Workload" and "status" in d):
+            admission = workload["status"]["admission"]
+            spec = queues[admission["clusterQueue"]]
+            group = spec.get("cohortName", f"alone-{admission['clusterQueue']}")
+            [assignment] = admission["podSetAssignments"]
+            used[(group, assignment["flavors"]["cpu"])] += int(assignment["resourceUsage"]["cpu"])
+        for key, cpus in used.items():
+            assert cpus <= nominal[key], (index, key, cpus, nominal[key])
