@@ -1,6 +1,6 @@
 """Random scenarios for the decision oracle: cohorts, quotas, priorities and preemption.
 
-    python -m bench.peers.kueue.generated --count N [--seed S] --out DIR
+    python -m bench.peers.kueue.generated --count N [--seed S] [--shape contended] --out DIR
 
 writes N scenario files of `mkq simulate`'s format (`generated-<seed>-<index>.yaml`), each
 decided by `mkq bench agree DIR` with mkq's engine and with Kueue itself. Every file is a pure
@@ -52,6 +52,15 @@ class Shape:
     cpus: tuple[int, int] = (1, 5)
     priorities: tuple[int, ...] = (0, 1, 2, 3)
     creation_seconds: int = 3
+
+
+SHAPES = {
+    "default": Shape(),
+    # Queues filled first, then more pending work at higher priorities: mostly preemptions.
+    "contended": Shape(
+        nominal=(2, 8), admitted=(5, 10), pending=(2, 6), priorities=(0, 1, 2, 3, 4)
+    ),
+}
 
 
 @dataclass
@@ -276,13 +285,14 @@ def scenario(seed: int, index: int, shape: Shape | None = None) -> list[Obj]:
     return docs
 
 
-def write(seed: int, count: int, out: Path, start: int = 0) -> list[Path]:
+def write(seed: int, count: int, out: Path, start: int = 0, shape: str = "default") -> list[Path]:
     """Write scenarios start..start+count-1 of `seed` into `out`; returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
+    prefix = "generated" if shape == "default" else f"generated-{shape}"
     paths = []
     for index in range(start, start + count):
-        path = out / f"generated-{seed}-{index:04d}.yaml"
-        path.write_text(yaml.safe_dump_all(scenario(seed, index), sort_keys=False))
+        path = out / f"{prefix}-{seed}-{index:04d}.yaml"
+        path.write_text(yaml.safe_dump_all(scenario(seed, index, SHAPES[shape]), sort_keys=False))
         paths.append(path)
     return paths
 
@@ -293,11 +303,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--start", type=int, default=0, help="first index (default 0)")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--shape", choices=sorted(SHAPES), default="default", help="the ranges drawn from"
+    )
     args = parser.parse_args(argv)
     if args.count < 1 or args.start < 0:
         print("--count must be at least 1 and --start at least 0", file=sys.stderr)
         return 2
-    paths = write(args.seed, args.count, args.out, args.start)
+    paths = write(args.seed, args.count, args.out, args.start, args.shape)
     print(f"wrote {len(paths)} scenarios to {args.out}")
     return 0
 

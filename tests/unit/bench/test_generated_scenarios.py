@@ -93,3 +93,14 @@ def test_admitted_workloads_never_overcommit_a_cohorts_flavor() -> None:
             used[(group, assignment["flavors"]["cpu"])] += int(assignment["resourceUsage"]["cpu"])
         for key, cpus in used.items():
             assert cpus <= nominal[key], (index, key, cpus, nominal[key])
+
+
+def test_the_contended_shape_preempts_in_many_scenarios(tmp_path: Path) -> None:
+    paths = write(seed=2, count=30, out=tmp_path, shape="contended")
+    assert paths[0].name == "generated-contended-2-0000.yaml"
+    preempting = sum(
+        1
+        for path in paths
+        if any(w.get("evictions") for w in simulate_paths([path])["workloads"].values())
+    )
+    assert preempting >= 6  # the default shape preempts in about one scenario of seven
