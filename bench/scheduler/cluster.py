@@ -55,6 +55,7 @@ from bench.scheduler.scenario import (
 from bench.scheduler.simulation import ProgressCallback, Sample
 from kubesim import jsoncodec  # orjson when installed: the runner shares kubesim's process
 from kueue_api.timestamps import rfc3339
+from mkq.realk8s.clusters import STOP_WITH_PARENT
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -63,8 +64,6 @@ KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 ENVTEST_REQUEST_LIMITS = ("--max-requests-inflight=800", "--max-mutating-requests-inflight=400")
 BACKENDS = ("kubesim", "real")
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-# Linux's parent-death signal: SIGTERM, so the program still stops cleanly.
-STOP_WITH_PARENT = ("setpriv", "--pdeathsig", "TERM", "--")
 JSON_PATCH = "application/json-patch+json"
 _JSON_BODY = {"Content-Type": "application/json"}
 

@@ -123,6 +123,9 @@ def _client_kubeconfig(name: str, server: str, pki: Pki, client: str) -> dict[st
 # kube-apiserver whose etcd went first hangs in its graceful shutdown; stop_clusters is the
 # graceful way down.
 DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL", "--")
+# The same with SIGTERM, for a program that must still stop cleanly (write its results, stop
+# what it started) when its parent dies.
+STOP_WITH_PARENT = ("setpriv", "--pdeathsig", "TERM", "--")
 
 
 class _Launcher:

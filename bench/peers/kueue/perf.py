@@ -24,11 +24,10 @@ from typing import Any
 
 import yaml
 
-from bench.scheduler.cluster import STOP_WITH_PARENT
 from mkq.realk8s.binaries import KUEUE, ensure_built, ensure_control_plane, module_file
+from mkq.realk8s.clusters import STOP_WITH_PARENT
 
 SCENARIOS = ("baseline", "tas", "large-scale")
-TAS_SCENARIOS = ("tas",)  # minimalkueue starts TAS's controllers only when asked
 
 
 class KueueRunError(RuntimeError):
@@ -55,7 +54,7 @@ def scenario_generator(name: str) -> Path:
 
 
 def _envtest_assets(directory: Path) -> Path:
-    """A KUBEBUILDER_ASSETS directory: this machine's etcd and kube-apiserver, and kubectl."""
+    """A KUBEBUILDER_ASSETS directory: this machine's etcd and kube-apiserver."""
     programs = ensure_control_plane()
     assets = directory / "envtest-assets"
     assets.mkdir(parents=True, exist_ok=True)
