@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from kubesim.ports import free_port
 
 
 class FaultProxy:
@@ -24,7 +19,7 @@ class FaultProxy:
     ) -> None:
         self.target_host = target_host
         self.target_port = target_port
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self._server: asyncio.Server | None = None
         self._pipes: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import socket
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import yaml
 
 from kubesim import ClusterSpec, run_clusters
+from kubesim.ports import free_port
 from mkq.demo.system import KUEUE_NAMESPACE, agent_webhooks
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import ApiError, KubeClient
@@ -49,12 +49,6 @@ def kubeflow_crds() -> tuple[Path, ...]:
 
 def documents(path: Path) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def eventually(check: Callable[[], Any], within: float = 60.0, what: str = "") -> Any:

@@ -11,7 +11,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from pathlib import Path
 import asyncpg
 from sqlalchemy.engine.url import make_url
 
+from kubesim.ports import free_port
 from manager.db.schema import migrate
 from manager.db.session import make_engine
 
@@ -112,9 +112,9 @@ class PrivateServer:
 @contextlib.contextmanager
 def private_server() -> Iterator[PrivateServer]:
     """A started PrivateServer whose database `test` is migrated; stopped and removed after."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    # Below the ephemeral range: the test restarts the server on this port, and an outgoing
+    # connection made while it is down could otherwise be given the port as its own.
+    port = free_port()
     scratch = Path(tempfile.mkdtemp(prefix="mkq-pg-"))
     scratch.chmod(0o755)  # postgres.sh runs the server as user postgres when this is root
     server = PrivateServer(port, scratch / "data")

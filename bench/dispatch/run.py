@@ -38,6 +38,7 @@ from sqlalchemy.engine.url import make_url
 from bench.dispatch.report import write_outputs
 from kubesim import ClusterSpec, RunningCluster, jsoncodec, run_clusters
 from kubesim.fault_proxy import Balancer
+from kubesim.ports import free_port
 from manager.db.schema import migrate
 from manager.db.session import make_engine
 
@@ -47,14 +48,6 @@ MKQ = str(Path(sys.executable).with_name("mkq"))
 GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 console = Console(stderr=True)
 SUBMITTERS = 16  # concurrent POSTs of Jobs to the manager
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def _setup_queues(cluster: RunningCluster, cpu: str) -> None:
@@ -264,7 +257,7 @@ async def run_mode(
     over the database (one leads: manager.leadership) behind a balancer on the API's port,
     as behind a Service, and the manager's CPU is theirs together."""
     token = secrets.token_urlsafe(16)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     specs = [ClusterSpec(name=f"w{i + 1}", crds=[CRDS]) for i in range(workers)]
     async with _database(base_url) as database_url, run_clusters(specs) as clusters:
@@ -279,7 +272,7 @@ async def run_mode(
             env["MKQ_WORKER_QPS"] = str(worker_qps)
             env["MKQ_WORKER_BURST"] = str(int(worker_qps * 2))
         async with contextlib.AsyncExitStack() as stack:
-            ports = [port] if replicas == 1 else [_free_port() for _ in range(replicas)]
+            ports = [port] if replicas == 1 else [free_port() for _ in range(replicas)]
             managers = [
                 await stack.enter_async_context(
                     _process(

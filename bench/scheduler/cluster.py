@@ -30,7 +30,6 @@ import os
 import resource
 import shutil
 import signal
-import socket
 import ssl
 import sys
 import tempfile
@@ -54,6 +53,7 @@ from bench.scheduler.scenario import (
 )
 from bench.scheduler.simulation import ProgressCallback, Sample
 from kubesim import jsoncodec  # orjson when installed: the runner shares kubesim's process
+from kubesim.ports import free_port
 from kueue_api.timestamps import rfc3339
 from mkq.realk8s.clusters import STOP_WITH_PARENT
 
@@ -164,12 +164,6 @@ def _peak_rss_kib(pid: int) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _condition(obj: Obj, kind: str) -> Obj | None:
@@ -380,7 +374,7 @@ class ClusterRun:
                 await self._setup(client, target.real)
                 children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 own_before = resource.getrusage(resource.RUSAGE_SELF)
-                port = _free_port()
+                port = free_port()
                 self._origin_mono = time.monotonic_ns()
                 self._origin_wall = time.time_ns()
                 agent = await self._start_agent(target.kubeconfig, port)

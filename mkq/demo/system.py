@@ -6,7 +6,6 @@ import asyncio
 import base64
 import contextlib
 import secrets
-import socket
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -20,6 +19,7 @@ import yaml
 from cryptography.fernet import Fernet
 
 from kubesim import ClusterSpec, RunningCluster, run_clusters
+from kubesim.ports import free_port
 from manager.api.app import create_app
 from manager.db.schema import migrate
 from manager.db.session import make_engine
@@ -89,12 +89,6 @@ class DemoSystem:
             headers={"Authorization": f"Bearer {self.api_token}"},
             timeout=30,
         )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cluster_specs(
@@ -174,7 +168,7 @@ async def _stop_server(server: uvicorn.Server, task: asyncio.Task[None]) -> None
 
 
 def _manager_settings(database_url: str) -> ManagerSettings:
-    webhook_port = _free_port()
+    webhook_port = free_port()
     return ManagerSettings(
         database_url=database_url,
         api_token=secrets.token_urlsafe(24),
@@ -290,7 +284,7 @@ async def start_system(
         async def open_runtime() -> ManagerRuntime:
             return await ManagerRuntime.open(settings, manager_kubeconfig=manager_kubeconfig)
 
-        port = _free_port()
+        port = free_port()
         server, server_task = await _serve(create_app(open_runtime), port)
         stack.push_async_callback(_stop_server, server, server_task)
         system = DemoSystem(
@@ -306,7 +300,7 @@ async def start_system(
         manager_kueue = Agent(
             AgentConfig(
                 cluster_name=MANAGER,
-                webhook=agent_webhooks(_free_port(), visibility=True),
+                webhook=agent_webhooks(free_port(), visibility=True),
                 metrics_port=0,
             ),
             clients[MANAGER],
@@ -323,7 +317,7 @@ async def start_system(
                 report_interval=0.5,
                 # Kueue's webhooks: a Job is suspended, a Pod gated, when it is created.
                 # Kueue's visibility API too: kubectl get --raw /apis/visibility.kueue.x-k8s.io/...
-                webhook=agent_webhooks(_free_port(), visibility=True),
+                webhook=agent_webhooks(free_port(), visibility=True),
                 metrics_port=0,  # /metrics on a free port, printed by --keep-running
             )
             agent = Agent(config, clients[name])

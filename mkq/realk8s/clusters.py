@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -30,6 +29,7 @@ import httpx
 import yaml
 
 from kubesim.nodes import load_profile, node_object
+from kubesim.ports import free_port
 from mkq.realk8s.binaries import REPO, ensure_control_plane
 from mkq.realk8s.pki import CLIENTS, FRONT_PROXY_CLIENT, SERVICE_IP, Pki, create_pki
 
@@ -76,12 +76,6 @@ class RealCluster:
         context = ssl.create_default_context(cafile=str(pki.ca_cert))
         context.load_cert_chain(str(pki.client_cert("admin")), str(pki.client_key("admin")))
         return httpx.Client(base_url=self.server, verify=context, timeout=timeout)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _b64(path: Path) -> str:

@@ -22,13 +22,13 @@ from typing import Any
 import httpx
 import yaml
 
+from kubesim.ports import free_port
 from kueue_api.certs import new_ca, new_serving
 from mkq.realk8s.binaries import JOBSET_CRD, JOBSET_WEBHOOKS, ensure_peers, module_file
 from mkq.realk8s.clusters import (
     DIE_WITH_PARENT,
     ClusterStartError,
     RealCluster,
-    free_port,
     kubectl,
     stop_process,
     wait_until_ready,

@@ -8,13 +8,13 @@ a test first waits until the canary is called, which makes the whole configurati
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kubesim.ports import free_port
 from tests.fidelity.harness import APPLY, MERGE, Client, eventually
 from tests.webhook_server import (
     MUTATING,
@@ -90,13 +90,6 @@ async def install(kube: Client, namespace: str, hooks: WebhookServer) -> AsyncIt
     yield install_configuration
     for path in created:
         await kube.request("DELETE", path)
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def _configmaps(namespace: str) -> str:
@@ -619,7 +612,7 @@ async def test_equivalent_match_policy_calls_at_the_rule_s_version(
 async def test_failure_policy_fail_refuses_when_the_webhook_is_unreachable(
     kube: Client, namespace: str, hooks: WebhookServer, install: Install
 ) -> None:
-    port = _closed_port()
+    port = free_port()
     url = f"https://127.0.0.1:{port}/down"
     await install(
         "Validating",
@@ -648,7 +641,7 @@ async def test_failure_policy_fail_refuses_when_the_webhook_is_unreachable(
 async def test_failure_policy_ignore_lets_the_request_through(
     kube: Client, namespace: str, hooks: WebhookServer, install: Install
 ) -> None:
-    url = f"https://127.0.0.1:{_closed_port()}/down"
+    url = f"https://127.0.0.1:{free_port()}/down"
     await install(
         "Mutating",
         [webhook("down.fidelity.mkq.dev", url, hooks.ca_bundle, failurePolicy="Ignore")],

@@ -26,12 +26,12 @@ from typing import Any
 import httpx
 import yaml
 
+from kubesim.ports import free_port
 from kueue_api.certs import new_ca, new_serving
 from mkq.realk8s.binaries import KUEUE, KUEUE_CRD_PLURALS, KUEUE_CRDS, ensure_built, module_file
 from mkq.realk8s.clusters import (
     DIE_WITH_PARENT,
     RealCluster,
-    free_port,
     kubectl,
     stop_process,
     wait_until_ready,

@@ -23,6 +23,7 @@ from cryptography.fernet import Fernet
 
 from kubesim import RunningCluster, run_clusters
 from kubesim.fault_proxy import FaultProxy
+from kubesim.ports import free_port
 from kueue_api.loader import load_configuration
 from manager.api.app import create_app
 from manager.runtime import ManagerRuntime
@@ -30,7 +31,6 @@ from manager.settings import ManagerSettings, configuration_settings
 from mkq.demo.manifests import EXAMPLES, apply_file, create
 from mkq.demo.system import (
     KUEUE_NAMESPACE,
-    _free_port,
     _serve,
     _stop_server,
     agent_namespace,
@@ -234,7 +234,7 @@ class KubesimBackend:
             )
             from_file = configuration_settings(configuration) if configuration else {}
             agent_settings = settings_from(configuration) if configuration else {}
-            webhook_port = _free_port()
+            webhook_port = free_port()
             settings = ManagerSettings(
                 api_token=secrets.token_urlsafe(24),
                 encryption_key=Fernet.generate_key().decode(),
@@ -248,7 +248,7 @@ class KubesimBackend:
                     **options.manager,
                 },
             )
-            system = KubesimSystem(clusters, clients, settings, _free_port())
+            system = KubesimSystem(clusters, clients, settings, free_port())
             system.kubeconfigs = {n: c.kubeconfig_path for n, c in clusters.items()}
             for name in WORKERS:
                 server = urlparse(clusters[name].kubeconfig["clusters"][0]["cluster"]["server"])
@@ -265,7 +265,7 @@ class KubesimBackend:
                     manager_url=system.api_url,
                     token=tokens[name],
                     report_interval=0.5,
-                    webhook=agent_webhooks(_free_port()),
+                    webhook=agent_webhooks(free_port()),
                     # A killed agent's Lease is taken over within seconds, not 15.
                     lease_duration=4.0,
                     renew_deadline=3.0,
@@ -277,7 +277,7 @@ class KubesimBackend:
             # quota there, then the manager dispatches it (it reports to no one).
             system.agent_configs[MANAGER_CLUSTER] = AgentConfig(
                 cluster_name=MANAGER_CLUSTER,
-                webhook=agent_webhooks(_free_port()),
+                webhook=agent_webhooks(free_port()),
                 lease_duration=4.0,
                 renew_deadline=3.0,
                 retry_period=0.5,

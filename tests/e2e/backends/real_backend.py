@@ -37,9 +37,10 @@ import yaml
 from cryptography.fernet import Fernet
 
 from kubesim.fault_proxy import FaultProxy
+from kubesim.ports import free_port
 from kueue_api.loader import load_configuration
 from mkq.demo.manifests import EXAMPLES, read_documents
-from mkq.demo.system import _free_port, install_crds, manager_webhook_secret
+from mkq.demo.system import install_crds, manager_webhook_secret
 from mkq.realk8s.binaries import KUBEFLOW_PLURALS, RAY_PLURALS
 from mkq.realk8s.clusters import (
     RealCluster,
@@ -599,7 +600,7 @@ class RealBackend:
         env["MKQ_ENCRYPTION_KEY"] = Fernet.generate_key().decode()
         env.update({f"MKQ_{key.upper()}": str(value) for key, value in options.manager.items()})
         logs = Path(tempfile.mkdtemp(prefix="logs-", dir=self.environment.scratch))
-        webhook_port = _free_port()
+        webhook_port = free_port()
         env["MKQ_WEBHOOK_PORT"] = str(webhook_port)
         env["MKQ_WEBHOOK_HOST"] = "127.0.0.1"
         env["MKQ_WEBHOOK_URL"] = f"https://127.0.0.1:{webhook_port}"
@@ -607,9 +608,9 @@ class RealBackend:
             env["MKQ_CONFIG"] = str(options.configuration)
         if options.crds or options.configuration is not None:
             await asyncio.to_thread(self.environment.install_declared, options)
-        system = RealSystem(self.environment, env, _free_port(), logs)
+        system = RealSystem(self.environment, env, free_port(), logs)
         system.configuration = options.configuration
-        system.webhook_ports = {name: _free_port() for name in (*WORKERS, MANAGER_CLUSTER)}
+        system.webhook_ports = {name: free_port() for name in (*WORKERS, MANAGER_CLUSTER)}
         try:
             routed = await self._links(system)
             await system.start_manager()

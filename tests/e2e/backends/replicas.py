@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -23,6 +22,7 @@ import httpx
 from pydantic import BaseModel
 
 from kubesim.fault_proxy import Balancer
+from kubesim.ports import free_port
 from tests.e2e.backends.processes import Process
 
 MKQ = str(Path(sys.executable).parent / "mkq")
@@ -40,12 +40,6 @@ def settings_environment(settings: BaseModel) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class ManagerReplicas:
     """The replicas by name, and what a test does to them."""
@@ -59,7 +53,7 @@ class ManagerReplicas:
     processes: dict[str, Process] = field(default_factory=dict)
 
     async def start(self, name: str) -> None:
-        port = self.ports.setdefault(name, _free_port())
+        port = self.ports.setdefault(name, free_port())
         process = Process(
             f"manager {name}",
             [*self.command, "--listen", f"127.0.0.1:{port}"],
@@ -133,7 +127,7 @@ async def replicas_behind(
     replicas = ManagerReplicas(f"http://127.0.0.1:{port}", token, command, env, logs)
     names = [f"replica-{index}" for index in range(count)]
     for name in names:
-        replicas.ports[name] = _free_port()
+        replicas.ports[name] = free_port()
     balancer = Balancer([replicas.ports[name] for name in names], port=port)
     try:
         for name in names:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from kubesim.ports import free_port
 from tests.integration.agent.conftest import (
     apply,
     is_true,
@@ -20,12 +20,6 @@ from tests.integration.agent.conftest import (
     workload_of_job,
 )
 from worker_agent.kube_client import KubeClient
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_the_agent_command_admits_and_stops_on_interrupt(

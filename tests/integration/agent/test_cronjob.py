@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kubesim.ports import free_port
 from kueue_api.api_resources import ResourceType
 from tests.integration.agent.conftest import is_true
 from tests.one_cluster import (
@@ -19,7 +20,6 @@ from tests.one_cluster import (
     create_all,
     documents,
     eventually,
-    free_port,
     webhooks_answer,
     workload_of,
 )

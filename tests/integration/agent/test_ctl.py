@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesim.ports import free_port
 from tests.integration.agent.conftest import is_true, queued_job
 from tests.one_cluster import (
     BACKENDS,
@@ -21,7 +22,6 @@ from tests.one_cluster import (
     cluster,
     create_all,
     eventually,
-    free_port,
     pending_workload,
     webhooks_answer,
     workload_of,

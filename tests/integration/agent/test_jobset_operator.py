@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kubesim.ports import free_port
 from kueue_api.jobs import JOBSET
 from tests.integration.agent.conftest import condition, is_true
 from tests.one_cluster import (
@@ -24,7 +25,6 @@ from tests.one_cluster import (
     create_all,
     documents,
     eventually,
-    free_port,
     webhooks_answer,
     workload_of,
 )

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from kubesim.ports import free_port
 from tests.one_cluster import (
     BACKENDS,
     EXAMPLES,
@@ -17,7 +18,6 @@ from tests.one_cluster import (
     create_all,
     documents,
     eventually,
-    free_port,
     webhooks_answer,
 )
 from worker_agent.kube_client import ApiError, KubeClient

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from kubesim.ports import free_port
 from kueue_api.conditions import find_condition
 from tests.autoscaler import (
     FAIL_MESSAGE,
@@ -35,7 +36,6 @@ from tests.one_cluster import (
     create_all,
     documents,
     eventually,
-    free_port,
     webhooks_answer,
 )
 from worker_agent.admission_checks.provisioning import (

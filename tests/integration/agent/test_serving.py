@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kubesim.ports import free_port
 from kueue_api.jobs import DEPLOYMENT, STATEFULSET
 from kueue_api.jobs.pod import ADMISSION_GATE, GROUP_NAME_LABEL
 from kueue_api.jobs.pod_parent import SUSPENDED_BY_PARENT_ANNOTATION, is_on_hold
@@ -23,7 +24,6 @@ from tests.one_cluster import (
     create_all,
     documents,
     eventually,
-    free_port,
     webhooks_answer,
 )
 from worker_agent.kube_client import ApiError, KubeClient

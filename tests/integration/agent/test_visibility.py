@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kubesim.ports import free_port
 from mkq.ctl.positions import engine_feed, positions_of
 from tests.one_cluster import (
     BACKENDS,
@@ -22,7 +23,6 @@ from tests.one_cluster import (
     cluster,
     create_all,
     eventually,
-    free_port,
     one_flavor_queues,
     pending_workload,
     unregister_agent,

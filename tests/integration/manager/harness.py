@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +16,6 @@ from manager.server import running_manager
 from manager.settings import ManagerSettings
 
 API_TOKEN = "test-api-token-0123456789"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

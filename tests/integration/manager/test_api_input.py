@@ -9,10 +9,11 @@ from typing import Any
 import httpx
 from cryptography.fernet import Fernet
 
+from kubesim.ports import free_port
 from manager.db import clusters as cluster_queries
 from manager.db.credentials import TokenHasher
 from manager.settings import ManagerSettings
-from tests.integration.manager.harness import eventually, free_port, serve_manager
+from tests.integration.manager.harness import eventually, serve_manager
 from tests.one_cluster import EXAMPLES, documents
 
 JOB: dict[str, Any] = {

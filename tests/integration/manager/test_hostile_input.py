@@ -19,11 +19,12 @@ import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
+from kubesim.ports import free_port
 from manager.api.app import create_app
 from manager.api.routers import clusters, health, queues, reports, workloads
 from manager.runtime import ManagerRuntime
 from manager.settings import ManagerSettings
-from tests.integration.manager.harness import API_TOKEN, RunningManager, free_port, serve_manager
+from tests.integration.manager.harness import API_TOKEN, RunningManager, serve_manager
 from tests.integration.manager.test_api_input import job, kubeconfig_for
 
 BILLION_LAUGHS = b"""apiVersion: batch/v1

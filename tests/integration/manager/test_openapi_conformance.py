@@ -25,10 +25,11 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
+from kubesim.ports import free_port
 from manager.api.app import create_app
 from manager.runtime import ManagerRuntime
 from manager.settings import ManagerSettings
-from tests.integration.manager.harness import API_TOKEN, free_port
+from tests.integration.manager.harness import API_TOKEN
 from tests.integration.manager.test_api_input import kubeconfig_for
 
 # The cluster whose reports are sent (with its own agent token); no generated name is this one.

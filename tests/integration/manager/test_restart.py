@@ -12,8 +12,9 @@ from typing import Any
 import httpx
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from kubesim.ports import free_port
 from manager.settings import ManagerSettings
-from tests.integration.manager.harness import API_TOKEN, eventually, free_port
+from tests.integration.manager.harness import API_TOKEN, eventually
 from tests.integration.manager.kube import workers
 from tests.integration.manager.test_api_input import job
 from tests.integration.manager.test_dispatch_flow import copies, job_names

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from kubesim import RunningCluster
+from kubesim.ports import free_port
 from manager.settings import ManagerSettings
 from tests.integration.manager.harness import RunningManager, eventually, serve_manager
 from tests.integration.manager.kube import workers
@@ -16,7 +17,6 @@ from tests.integration.manager.test_dispatch_flow import wait_connected
 from tests.one_cluster import (
     agent_for,
     create_all,
-    free_port,
     one_flavor_queues,
     pending_workload,
     webhooks_answer,

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from kubesim.ports import free_port
 from kueue_api.webhooks.configurations import MUTATING_NAME
 from tests.one_cluster import (
     BACKENDS,
@@ -25,7 +26,6 @@ from tests.one_cluster import (
     create_all,
     documents,
     eventually,
-    free_port,
     unregister_agent,
     webhooks_answer,
 )
