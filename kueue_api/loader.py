@@ -68,6 +68,7 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     ("v1", "Node"): models.Node,
     ("v1", "Pod"): models.Pod,
     ("batch/v1", "Job"): models.Job,
+    ("batch/v1", "CronJob"): models.CronJob,
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): models.JobSet,
     **{
         (model.model_fields["api_version"].default, kind): model

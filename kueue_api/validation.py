@@ -25,12 +25,14 @@ from typing import Any, Final
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 
+from kueue_api.cron import schedule_problem, time_zone_in_schedule
 from kueue_api.errors import FieldError
 from kueue_api.models import (
     AdmissionCheck,
     ClusterQueue,
     Cohort,
     Configuration,
+    CronJob,
     FairSharing,
     Job,
     JobSet,
@@ -821,6 +823,49 @@ def _validate_job(errors: _Errors, job: Job) -> None:
     _job_spec(errors, job.spec, "spec")
 
 
+# k8s.io/kubernetes pkg/apis/batch/validation: a CronJob's name leaves room for the 11
+# characters its Jobs' names add (a dash and the scheduled time in minutes).
+_CRONJOB_NAME_MAX: Final = 52
+
+
+def _validate_cron_job(errors: _Errors, cron_job: CronJob) -> None:
+    """Kubernetes' ValidateCronJobCreate: the name's length, the schedule robfig/cron parses,
+    the time zone given once; and the Job template as a Job (Kueue checks the Jobs it makes)."""
+    name = cron_job.metadata.name
+    if name and len(name) > _CRONJOB_NAME_MAX:
+        errors.invalid(
+            "metadata.name", name, f"must be no more than {_CRONJOB_NAME_MAX} characters"
+        )
+    spec = cron_job.spec
+    if not spec.schedule:
+        errors.required("spec.schedule")
+    else:
+        problem = schedule_problem(spec.schedule)
+        if problem is not None:
+            errors.invalid("spec.schedule", spec.schedule, problem)
+        elif time_zone_in_schedule(spec.schedule):
+            if spec.time_zone is not None:
+                errors.invalid(
+                    "spec.schedule",
+                    spec.schedule,
+                    "cannot use both timeZone field and TZ or CRON_TZ in schedule",
+                )
+            else:
+                errors.warn(
+                    "spec.schedule",
+                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+                )
+    if spec.time_zone is not None and not _TIME_ZONE_RE.fullmatch(spec.time_zone):
+        errors.invalid("spec.timeZone", spec.time_zone, "unknown time zone")
+    _job_spec(errors, spec.job_template.spec, "spec.jobTemplate.spec")
+    _labels(errors, spec.job_template.metadata.labels, "spec.jobTemplate.metadata.labels")
+
+
+# An IANA zone name (Area/Location, or a bare name such as UTC): what time.LoadLocation can
+# find; kube-apiserver also refuses the local zone and names it cannot load.
+_TIME_ZONE_RE: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_+\-]*(/[A-Za-z0-9_+\-]+)*$")
+
+
 def _job_spec(errors: _Errors, spec: JobSpec, path: str) -> None:
     policy = spec.template.spec.restart_policy
     if policy not in {"OnFailure", "Never"}:
@@ -930,6 +975,7 @@ _VALIDATORS: Final[dict[type[BaseModel], Callable[[_Errors, Any], None]]] = {
     ProvisioningRequestConfig: _validate_provisioning_config,
     Configuration: _validate_configuration,
     Job: _validate_job,
+    CronJob: _validate_cron_job,
     JobSet: _validate_jobset,
     **{model: _validate_kubeflow_job for model, _ in KUBEFLOW_MODELS.values()},
     RayJob: _validate_ray_job,

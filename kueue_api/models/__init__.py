@@ -2,6 +2,8 @@
 
 from kueue_api.models.base import CoreModel, KueueModel
 from kueue_api.models.batch import (
+    CronJob,
+    CronJobSpec,
     Job,
     JobCondition,
     JobSet,
@@ -167,6 +169,8 @@ __all__ = [
     "CoreModel",
     "Counter",
     "CounterSet",
+    "CronJob",
+    "CronJobSpec",
     "Device",
     "DeviceAttribute",
     "DeviceCapacity",

@@ -1,5 +1,5 @@
-"""batch/v1 Job, and JobSet (jobset.x-k8s.io/v1alpha2) whose replicated Jobs are batch/v1 Job
-templates: the fields Kueue's integrations read, with Kubernetes' defaults."""
+"""batch/v1 Job and CronJob, and JobSet (jobset.x-k8s.io/v1alpha2) whose replicated Jobs are
+batch/v1 Job templates: the fields Kueue's integrations read, with Kubernetes' defaults."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from kueue_api.models.core import PodTemplateSpec
 from kueue_api.models.meta import LabelSelector, ObjectMeta
 
 __all__ = [
+    "CronJob",
+    "CronJobSpec",
     "Job",
     "JobCondition",
     "JobSet",
@@ -102,6 +104,31 @@ class JobTemplateSpec(CoreModel):
 
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: JobSpec
+
+
+class CronJobSpec(CoreModel):
+    """batch/v1 CronJobSpec. Kueue has no integration of its own for CronJobs: the Jobs a
+    CronJob makes are Kueue's Jobs, queued by the labels of `jobTemplate.metadata`."""
+
+    other_fields = frozenset()
+
+    schedule: StrictStr
+    time_zone: StrictStr | None = None
+    starting_deadline_seconds: Int64 | None = Field(default=None, ge=0)
+    concurrency_policy: Literal["Allow", "Forbid", "Replace"] = "Allow"
+    suspend: StrictBool = False
+    job_template: JobTemplateSpec
+    successful_jobs_history_limit: Int32 = Field(default=3, ge=0)
+    failed_jobs_history_limit: Int32 = Field(default=1, ge=0)
+
+
+class CronJob(CoreModel):
+    other_fields = frozenset({"status"})
+
+    api_version: Literal["batch/v1"] = "batch/v1"
+    kind: Literal["CronJob"] = "CronJob"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: CronJobSpec
 
 
 class ReplicatedJob(CoreModel):

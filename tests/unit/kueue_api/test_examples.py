@@ -59,6 +59,7 @@ def test_examples_cover_every_kind_we_expect_users_to_write() -> None:
         "MultiKueueCluster",
         "ProvisioningRequestConfig",
         "Job",
+        "CronJob",
         "JobSet",
         "Pod",
         "Node",
