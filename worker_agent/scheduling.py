@@ -335,6 +335,10 @@ class SchedulingLoop:
                 if sampling is not None:
                     # Wake for the next admission fair sharing sample even when idle.
                     timeout = sampling if timeout is None else min(timeout, sampling)
+                requeue = self._requeue_due_in()
+                if requeue is not None:
+                    # Wake when the inadmissible workloads of a freed cohort are due back.
+                    timeout = requeue if timeout is None else min(timeout, requeue)
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a
                 # cancellation that races with the event, leaving the loop waiting forever.
                 with contextlib.suppress(TimeoutError):
@@ -477,6 +481,13 @@ class SchedulingLoop:
         if interval is None or self._afs_sampled is None:
             return interval
         return max(0.0, self._afs_sampled + interval - self._clock().timestamp())
+
+    def _requeue_due_in(self) -> float | None:
+        """Seconds until the engine's next batched requeue of inadmissible workloads."""
+        due = self._feed.state.next_requeue_at()
+        if due is None:
+            return None
+        return max(0.0, due - self._clock().timestamp())
 
     def _sample_admission_fair_sharing(self, now: float) -> None:
         """Kueue samples LocalQueue usage on a ticker; here the first cycle starts the

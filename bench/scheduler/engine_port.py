@@ -8,6 +8,7 @@ simulation's is milliseconds from `origin`.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from bench.scheduler.scenario import EPOCH, Arrival, Scenario, creation_time, workload_object
@@ -49,6 +50,8 @@ class EnginePort:
         )
 
     def next_timer_ms(self, now_ms: int) -> int | None:
-        """No timers: these scenarios have no backoffs (no waitForPodsReady, no admission
-        checks), and preempted workloads are requeued at once, as in Kueue's runs."""
-        return None
+        """When the engine's next batched requeue of inadmissible workloads is due (Kueue's
+        1 s requeue batch); these scenarios have no other timers (no waitForPodsReady, no
+        admission checks), and preempted workloads are requeued at once, as in Kueue's runs."""
+        due = self.state.next_requeue_at()
+        return None if due is None else math.ceil((due - self._origin_s) * 1000)

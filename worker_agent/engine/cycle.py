@@ -206,6 +206,7 @@ def _drain_stopped_queues(state: EngineState) -> list[Eviction]:
 
 def _schedule(state: EngineState, now: float, progress: _Progress) -> CycleResult:
     state.ensure_structure()
+    state.requeue_due_now(now)
     state.cycle += 1
     drained = _drain_stopped_queues(state)
     heads = _pop_heads(state)
@@ -552,16 +553,21 @@ def _process(cycle: _Cycle, entry: _Entry) -> AdmissionDecision | None:
         cq.node.add_usages(usage)
         cycle.undo.append((cq, dict(usage)))
         return None
+    # A skipped entry retries every flavor next time (Kueue's setSkipped clears the last
+    # assignment, pkg/scheduler/scheduler.go): what was tried was tried against usage that
+    # another entry of the cycle has changed since.
     if cycle.overlaps(entry.targets):
         entry.status = "skipped"
         entry.message = "Workload has overlapping preemption targets with another workload"
         entry.reason = WAITING_FOR_QUOTA
+        entry.drop_scan = True
         cycle.skipped_preemption(cq.spec.name)
         return None
     if not cycle.fits(cq, usage, entry.targets):
         entry.status = "skipped"
         entry.message = "Workload no longer fits after processing another workload"
         entry.reason = WAITING_FOR_QUOTA
+        entry.drop_scan = True
         if mode == PREEMPT:
             cycle.skipped_preemption(cq.spec.name)
         return None

@@ -361,6 +361,11 @@ class EngineConfig:
     tas_balanced_placement: bool = False
     """Feature gate TASBalancedPlacement (alpha, off by default): TAS places preferred
     topology requests with balanced placement, falling back to BestFit."""
+    requeue_batch_seconds: float = 1.0
+    """How long a freeing event waits before the inadmissible workloads of its cohort tree go
+    back to their heaps: Kueue batches those requeues (requeueBatchPeriod, 1 s, in
+    pkg/cache/queue/inadmissible_workloads.go), so the workloads already in the heaps are
+    tried first."""
 
 
 @dataclass(frozen=True, slots=True)

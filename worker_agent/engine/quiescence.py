@@ -1,5 +1,11 @@
 """Running cycles until nothing changes, with no time passing (what `mkq simulate` does).
 
+Time passes in one place only: Kueue requeues the inadmissible workloads of a cohort tree one
+batch period (1 s) after quota is freed there (`EngineState.notify_freed`), long beside a
+scheduling cycle. So a run first tries everything already in the heaps; only when nothing is
+left to try (an idle cycle, or a stall seen before) do the waiting requeues happen, and the run
+goes on.
+
 Kueue's preemption rules do not always settle: when two ClusterQueues of a cohort take quota
 from each other, each borrowing the other's unused nominal quota and each reclaiming its own,
 the preemptions can go round forever. Nothing in Kueue's scheduler stops them (it keeps no
@@ -90,12 +96,16 @@ def run_until_quiescent(state: EngineState, now: float, max_cycles: int = 100_00
     for _ in range(max_cycles):
         result = schedule(state, now)
         results.append(result)
-        if result.idle:
+        settled = result.idle or (result.stall is not None and result.stall in seen)
+        if settled and state.requeues_waiting:
+            # Nothing left to try now: the batch period of the requeues waiting passes.
+            state.requeue_all_waiting(now)
+            seen.clear()
+            continue
+        if settled:
             return QuiescentRun(cycles=len(results), results=tuple(results))
         if result.stall is None:
             seen.clear()
-        elif result.stall in seen:
-            return QuiescentRun(cycles=len(results), results=tuple(results))
         else:
             seen.add(result.stall)
     raise NoQuiescence(f"no quiescent state after {max_cycles} scheduling cycles", tuple(results))

@@ -62,6 +62,11 @@ class TasWorld:
     snapshots: dict[str, TASFlavorSnapshot] = field(default_factory=dict)
 
 
+# A requeue due at `t` is due in a cycle at `t` computed by another route (milliseconds turned
+# into seconds, say), whatever the rounding.
+_CLOCK_SLACK = 1e-6
+
+
 class EngineState:
     """The engine's world. Not thread-safe; one owner calls it."""
 
@@ -96,6 +101,11 @@ class EngineState:
         that holds an admission meanwhile is one whose owner still shows it holding the quota
         (the agent re-enters a victim so until its Workload's reservation is cleared): its
         preemption is ongoing (`preemption_ongoing`)."""
+        self.requeue_notified: set[str] = set()
+        """Roots of cohort trees (or lone ClusterQueues) where quota was freed since the last
+        cycle began: their inadmissible workloads are due one batch period after it."""
+        self.requeue_due: dict[str, float] = {}
+        """Root -> when its inadmissible workloads go back to their heaps (`requeue_due_now`)."""
         self._dirty = True
         self._requeue_all = False
 
@@ -295,7 +305,7 @@ class EngineState:
         self._attach(info)
         if resized:
             # An elastic job scaled down in place: the quota of the pods it dropped is free.
-            self.requeue_inadmissible(self._root_of(info.cluster_queue))
+            self.notify_freed(self._root_of(info.cluster_queue))
 
     def _track_ready(self, info: WorkloadInfo) -> None:
         """Keep `not_ready` current; when the last admitted workload gets ready, whatever
@@ -414,7 +424,7 @@ class EngineState:
             return
         root = self._root_of(info.cluster_queue)
         self.remove_workload(key)
-        self.requeue_inadmissible(root)
+        self.notify_freed(root)
 
     def evict_workload(self, key: str) -> None:
         """Release a workload's quota and return it to pending (eviction by any cause)."""
@@ -428,7 +438,7 @@ class EngineState:
         info.admitted_at = None
         info.last_assignment = None
         self._enqueue(info)
-        self.requeue_inadmissible(root)
+        self.notify_freed(root)
 
     def forget_admission(self, key: str) -> None:
         """The owner could not persist an admission: undo it without waking anyone (a slice
@@ -487,6 +497,44 @@ class EngineState:
         if cq is None:
             return None
         return cq.node.root().name
+
+    def notify_freed(self, root: str | None) -> None:
+        """Quota was freed in the tree rooted at `root`: its inadmissible workloads get another
+        look one batch period after the next cycle begins, as Kueue's requeuer delays them
+        (EngineConfig.requeue_batch_seconds)."""
+        if root is not None:
+            self.requeue_notified.add(root)
+
+    def requeue_due_now(self, now: float) -> int:
+        """At the start of a cycle at `now`: date the trees notified since the last one, and
+        requeue the inadmissible workloads of those whose batch period is over."""
+        batch = self.config.requeue_batch_seconds
+        for root in self.requeue_notified:
+            self.requeue_due[root] = min(self.requeue_due.get(root, now + batch), now + batch)
+        self.requeue_notified.clear()
+        moved = 0
+        for root, due in list(self.requeue_due.items()):
+            if due <= now + _CLOCK_SLACK:
+                del self.requeue_due[root]
+                moved += self.requeue_inadmissible(root, now)
+        return moved
+
+    def next_requeue_at(self) -> float | None:
+        """When the next batched requeue is due (None when none waits, or one notified since
+        the last cycle, which the next cycle dates)."""
+        return min(self.requeue_due.values(), default=None)
+
+    def requeue_all_waiting(self, now: float) -> int:
+        """Every batched requeue at once, as if its batch period had passed: what `mkq
+        simulate` does when nothing else is left to try (no time passes in it otherwise)."""
+        roots = self.requeue_notified | set(self.requeue_due)
+        self.requeue_notified.clear()
+        self.requeue_due.clear()
+        return sum(self.requeue_inadmissible(root, now) for root in roots)
+
+    @property
+    def requeues_waiting(self) -> bool:
+        return bool(self.requeue_notified or self.requeue_due)
 
     def requeue_inadmissible(self, root: str | None, now: float = float("inf")) -> int:
         """A freeing event in the tree rooted at `root` (a ClusterQueue or Cohort name):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import os
 import shlex
 import subprocess
 from collections.abc import Iterator
@@ -160,6 +161,10 @@ def kueue_manager(
         f"--kubeconfig={cluster.kubeconfig_path}",
         f"--visibility-server-port={ports.visibility}",
     ]
+    # Kueue logs its scheduling decisions (each cycle's entries, preemption targets) from
+    # verbosity 2 and up; MKQ_KUEUE_LOG_LEVEL raises it to trace a disagreement.
+    if level := os.environ.get("MKQ_KUEUE_LOG_LEVEL"):
+        argv.append(f"--zap-log-level={level}")
     log = directory / "kueue.log"
     with log.open("ab") as out:
         process = subprocess.Popen(

@@ -143,4 +143,12 @@ def test_a_finished_workload_releases_its_quota_for_the_next() -> None:
     assert finished is not None
     feed.apply(WORKLOADS, Change("default/job-a", admitted, finished))
     assert "default/job-a" not in feed.state.workloads
-    assert [d.key for d in schedule(feed.state, NOW.timestamp()).admissions] == ["default/job-b"]
+    # The waiting workload is inadmissible: it goes back to its heap one requeue batch (1 s,
+    # Kueue's requeueBatchPeriod) after the cycle that first sees the quota free.
+    assert schedule(feed.state, NOW.timestamp()).admissions == ()
+    assert feed.state.next_requeue_at() == NOW.timestamp() + 1
+    assert schedule(feed.state, NOW.timestamp() + 0.5).admissions == ()
+    assert [d.key for d in schedule(feed.state, NOW.timestamp() + 1).admissions] == [
+        "default/job-b"
+    ]
+    assert feed.state.next_requeue_at() is None
