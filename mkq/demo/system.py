@@ -6,7 +6,6 @@ import asyncio
 import base64
 import contextlib
 import secrets
-import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from manager.runtime import ManagerRuntime
 from manager.server import api_server_config
 from manager.settings import MANAGER_NAMESPACE, ManagerSettings
 from mkq.demo.manifests import EXAMPLES, apply_file, create
-from mkq.realk8s.clusters import RealCluster, clusters_running
+from mkq.realk8s.clusters import RealCluster, clusters_running, kubectl, wait_established
 from worker_agent.agent import Agent, AgentConfig
 from worker_agent.kube_client import ApiError, KubeClient
 from worker_agent.webhooks import WebhookConfig
@@ -188,16 +187,8 @@ def install_crds(clusters: Iterable[RealCluster], extra: Iterable[Path] = ()) ->
     (kubectl, server-side), then wait until each is served."""
     files = [str(CRDS), *(str(path) for path in extra)]
     for cluster in clusters:
-        kubectl = ["kubectl", "--kubeconfig", str(cluster.kubeconfig_path)]
-        for command in (
-            ["apply", "--server-side", *(f"--filename={f}" for f in files)],
-            ["wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"],
-        ):
-            result = subprocess.run(
-                [*kubectl, *command], capture_output=True, text=True, timeout=120, check=False
-            )
-            if result.returncode != 0:
-                raise RuntimeError(f"{cluster.name}: kubectl {command[0]}: {result.stderr}")
+        kubectl(cluster, "apply", "--server-side", *(f"--filename={f}" for f in files))
+        wait_established(cluster, "crd", "--all")
 
 
 async def _start_clusters(

@@ -573,6 +573,21 @@ def clusters_running(
         stop_clusters(directory)
 
 
+def wait_established(cluster: RealCluster, *targets: str, timeout: float = READY_TIMEOUT) -> None:
+    """Wait until the CRDs `targets` name (kubectl arguments: `crd/NAME`, `-f FILE`, `crd
+    --all`) are served. Until a CRD has conditions at all, `kubectl wait` fails ("accessor
+    error") rather than waits, so it is tried again until `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            kubectl(cluster, "wait", "--for=condition=Established", *targets, "--timeout=30s")
+            return
+        except ClusterStartError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def kubectl(cluster: RealCluster, *args: str, stdin: str | None = None) -> str:
     """kubectl on `cluster` as its admin; ClusterStartError with its stderr if it fails."""
     result = subprocess.run(

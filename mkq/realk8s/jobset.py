@@ -14,7 +14,6 @@ import base64
 import contextlib
 import datetime
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from mkq.realk8s.clusters import (
     RealCluster,
     kubectl,
     stop_process,
+    wait_established,
     wait_until_ready,
 )
 
@@ -48,22 +48,7 @@ WEBHOOK_CONFIGURATION_PREFIX = "jobset-"
 def apply_established(cluster: RealCluster, files: Sequence[Path], crds: Sequence[str]) -> None:
     """CRD `files` applied as a user applies them, then `crds` (their names) served."""
     kubectl(cluster, "apply", "--server-side", *(f"--filename={file}" for file in files))
-    deadline = time.monotonic() + READY_TIMEOUT
-    while True:
-        # Until a CRD has conditions at all, `kubectl wait` fails rather than waits.
-        try:
-            kubectl(
-                cluster,
-                "wait",
-                "--for=condition=Established",
-                *(f"crd/{name}" for name in crds),
-                "--timeout=30s",
-            )
-            return
-        except ClusterStartError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    wait_established(cluster, *(f"crd/{name}" for name in crds), timeout=READY_TIMEOUT)
 
 
 def install_jobset_crd(cluster: RealCluster) -> None:

@@ -13,7 +13,6 @@ import asyncio
 import base64
 import json
 import secrets
-import subprocess
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import httpx
 import pytest
 
 from kubesim import ClusterSpec, RunningCluster, start_cluster
+from mkq.realk8s import clusters as realk8s
 from tests.fidelity.harness import Client, Kubectl
 from tests.realk8s import real_clusters
 
@@ -79,16 +79,11 @@ def _etcd_compactor(state: Path) -> Callable[[], None]:
     return compact
 
 
-def _install_crds(kubeconfig: Path) -> None:
+def _install_crds(cluster: realk8s.RealCluster) -> None:
     """The Kueue CRDs on the real cluster, established before any test uses them."""
-    base = ["kubectl", "--kubeconfig", str(kubeconfig)]
     files = [argument for crd in KUEUE_CRDS for argument in ("-f", str(crd))]
-    subprocess.run([*base, "apply", "--server-side", *files], check=True, capture_output=True)
-    subprocess.run(
-        [*base, "wait", "--for=condition=Established", "--timeout=60s", *files],
-        check=True,
-        capture_output=True,
-    )
+    realk8s.kubectl(cluster, "apply", "--server-side", *files)
+    realk8s.wait_established(cluster, *files)
 
 
 @pytest.fixture(scope="session", params=["kubesim", "real"])
@@ -104,7 +99,7 @@ def backend(
             served.stop()
         return
     real = real_clusters(("fidelity",))["fidelity"]
-    _install_crds(real.kubeconfig_path)
+    _install_crds(real)
     compact = _etcd_compactor(real.directory.parent / "realk8s.json")
     yield Backend("real", real.kubeconfig_path, cache_dir, compact)
 

@@ -48,6 +48,7 @@ from mkq.realk8s.clusters import (
     log_tail,
     processes,
     signal_processes,
+    wait_established,
 )
 from mkq.realk8s.jobset import (
     WEBHOOK_CONFIGURATION_PREFIX,
@@ -246,9 +247,7 @@ class RealEnvironment:
         for cluster in self.clusters:
             for crd in options.crds:
                 self.kubectl(cluster, "apply", "-f", str(crd))
-                self.kubectl(
-                    cluster, "wait", "--for=condition=Established", "-f", str(crd), "--timeout=60s"
-                )
+                wait_established(self.clusters[cluster], "-f", str(crd))
             if options.configuration is not None:
                 manager = "mkq-manager" if cluster == MANAGER_CLUSTER else "mkq-manager-access"
                 self.apply(

@@ -163,7 +163,13 @@ def crds_applied(kubectl: RealKubectl) -> str:
     """README step 2 (and JobSet's CRD, so the JobSet examples have a server to go to)."""
     out = kubectl.ok("apply", "--server-side", "-f", str(CRDS))
     kubectl.ok("apply", "--server-side", "-f", str(jobset_crd()))
-    kubectl.ok("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
+    deadline = time.monotonic() + 60
+    while (
+        waited := kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
+    ).code:
+        # Until a CRD has conditions at all, `kubectl wait` fails rather than waits.
+        assert time.monotonic() < deadline, waited.err
+        time.sleep(0.5)
     return out
 
 
