@@ -505,32 +505,32 @@ class EngineState:
         if root is not None:
             self.requeue_notified.add(root)
 
-    def requeue_due_now(self, now: float) -> int:
-        """At the start of a cycle at `now`: date the trees notified since the last one, and
-        requeue the inadmissible workloads of those whose batch period is over."""
-        batch = self.config.requeue_batch_seconds
+    def requeue_due_now(self, now: float) -> None:
+        """At the start of a cycle at `now`: date the trees notified since the last one (a tree
+        already waiting keeps the earlier date), and requeue the inadmissible workloads of
+        those whose batch period is over."""
+        due_at = now + self.config.requeue_batch_seconds
         for root in self.requeue_notified:
-            self.requeue_due[root] = min(self.requeue_due.get(root, now + batch), now + batch)
+            self.requeue_due[root] = min(self.requeue_due.get(root, due_at), due_at)
         self.requeue_notified.clear()
-        moved = 0
         for root, due in list(self.requeue_due.items()):
             if due <= now + _CLOCK_SLACK:
                 del self.requeue_due[root]
-                moved += self.requeue_inadmissible(root, now)
-        return moved
+                self.requeue_inadmissible(root, now)
 
     def next_requeue_at(self) -> float | None:
         """When the next batched requeue is due (None when none waits, or one notified since
         the last cycle, which the next cycle dates)."""
         return min(self.requeue_due.values(), default=None)
 
-    def requeue_all_waiting(self, now: float) -> int:
+    def requeue_all_waiting(self, now: float) -> None:
         """Every batched requeue at once, as if its batch period had passed: what `mkq
         simulate` does when nothing else is left to try (no time passes in it otherwise)."""
         roots = self.requeue_notified | set(self.requeue_due)
         self.requeue_notified.clear()
         self.requeue_due.clear()
-        return sum(self.requeue_inadmissible(root, now) for root in roots)
+        for root in roots:
+            self.requeue_inadmissible(root, now)
 
     @property
     def requeues_waiting(self) -> bool:

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from manager.settings import ManagerSettings
-from mkq.realk8s.clusters import RealCluster, kubeconfig_document
+from mkq.realk8s.clusters import RealCluster, kubeconfig_document, wait_established
 from tests.one_cluster import jobset_crd
 from tests.realk8s import real_clusters
 
@@ -159,17 +159,11 @@ def kubectl(real: RealCluster, tmp_path_factory: pytest.TempPathFactory) -> Real
 
 
 @pytest.fixture(scope="module")
-def crds_applied(kubectl: RealKubectl) -> str:
+def crds_applied(kubectl: RealKubectl, real: RealCluster) -> str:
     """README step 2 (and JobSet's CRD, so the JobSet examples have a server to go to)."""
     out = kubectl.ok("apply", "--server-side", "-f", str(CRDS))
     kubectl.ok("apply", "--server-side", "-f", str(jobset_crd()))
-    deadline = time.monotonic() + 60
-    while (
-        waited := kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
-    ).code:
-        # Until a CRD has conditions at all, `kubectl wait` fails rather than waits.
-        assert time.monotonic() < deadline, waited.err
-        time.sleep(0.5)
+    wait_established(real, "crd", "--all", timeout=60)
     return out
 
 
