@@ -76,3 +76,33 @@ async def audit_event_log(database_url: str) -> EpochAudit:
             return audit([DecidedEvent(*row) for row in rows])
     finally:
         await engine.dispose()
+
+
+async def workload_history(database_url: str, namespace: str, name: str) -> list[str]:
+    """The manager's copies (dispatch attempts) and events of one workload, oldest first: what
+    a failed exactly-once assertion needs to say which leader sent which copy where."""
+    engine = make_engine(database_url)
+    try:
+        async with engine.connect() as connection:
+            attempts = await connection.execute(
+                text(
+                    "SELECT a.id, a.cluster, a.state, a.reason, a.remote_uid, a.created_at,"
+                    " a.removed_at FROM dispatch_attempts a JOIN workloads w"
+                    " ON w.id = a.workload_id WHERE w.namespace = :ns AND w.name = :name"
+                    " ORDER BY a.id"
+                ),
+                {"ns": namespace, "name": name},
+            )
+            events = await connection.execute(
+                text(
+                    "SELECT e.id, e.at, e.epoch, e.cluster, e.kind, e.message FROM events e"
+                    " JOIN workloads w ON w.id = e.workload_id"
+                    " WHERE w.namespace = :ns AND w.name = :name ORDER BY e.id"
+                ),
+                {"ns": namespace, "name": name},
+            )
+            return [f"attempt {tuple(row)}" for row in attempts] + [
+                f"event {tuple(row)}" for row in events
+            ]
+    finally:
+        await engine.dispose()

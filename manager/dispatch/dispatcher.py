@@ -604,6 +604,7 @@ class Dispatcher:
         assert row.cluster is not None
         conn = self.connections.get(row.cluster)
         if conn is None or not conn.ready:
+            self._remove_losing_copies(row)
             return  # the lost-worker check decides when to give up on it
         wkey, jkey = (row.namespace, row.workload_name), (row.namespace, row.name)
         copy_live = wkey in conn.caches[WORKLOADS]
@@ -659,11 +660,7 @@ class Dispatcher:
                     None,
                 )
             return
-        # Every other copy goes, in the background: only the winner ever gets a Job, and a
-        # loser that hangs must not hold it (the GC removes what a failed delete leaves).
-        for name, other in self.ready_connections().items():
-            if name != row.cluster:
-                self._remove_copies_soon(row, other)
+        self._remove_losing_copies(row)
         now = self._clock.now()
         changes: dict[str, Any] = {}
         if not job_live:
@@ -704,6 +701,14 @@ class Dispatcher:
                 remove_attempts_except=row.cluster if others_active else None,
                 reason="LostElection",
             )
+
+    def _remove_losing_copies(self, row: WorkloadRecord) -> None:
+        """Every copy outside the winner goes, in the background: only the winner ever gets a
+        Job, and a loser that hangs must not hold it (a failed delete is retried by the
+        reconcile the garbage collector asks for)."""
+        for name, other in self.ready_connections().items():
+            if name != row.cluster:
+                self._remove_copies_soon(row, other)
 
     def _awaiting_job_end(self, workload_id: int, grace: float = 3.0) -> bool:
         """True for `grace` seconds (real time: it waits on watch ordering, not a timeout of
@@ -840,7 +845,7 @@ class Dispatcher:
         self._changed()
 
     async def _dispatch(self, row: WorkloadRecord) -> None:
-        ready = self.ready_connections()
+        ready = connected = self.ready_connections()
         admissions: list[tuple[str, datetime | None]] = []
         active = {a.cluster: a for a in workload_queries.active_attempts(row)}
         wkey = (row.namespace, row.workload_name)
@@ -848,18 +853,32 @@ class Dispatcher:
             conn = ready.get(cluster)
             obj = conn.caches[WORKLOADS].get(wkey) if conn is not None else None
             seen = workload_copy_state(obj) if obj is not None else None
+            if (
+                conn is None
+                or self._pending_op(conn, row) == "remove"
+                or (seen is not None and conn.stale_copy(*wkey, seen.uid or ""))
+            ):
+                # A copy being removed, or whose delete was sent (the watch may show it a moment
+                # longer), is an earlier try's: its admission would hand the Job to a Workload
+                # on its way out. A new copy is sent once it is gone.
+                continue
             if seen is not None and seen.electable:
                 admissions.append((cluster, seen.admitted_at))
-            elif attempt.admitted_at is not None and conn is not None and _report_stands(seen):
+            elif attempt.admitted_at is not None and _report_stands(seen):
                 admissions.append((cluster, attempt.admitted_at))
         winner = earliest_admitted(admissions)
         if winner is not None:
             await self._elect(row, winner)
             return
+        if not ready:
+            return  # nothing to send to: each worker's (re)connection looks at it again
         await self._note_waiting(row, active, ready)
         # Copies in clusters without an active attempt are stale (an earlier try): remove them.
+        # So is a Job anywhere while no cluster has won (a requeued winner's, whose delete
+        # failed): with it goes the copy it would run under, which is then sent again.
+        jobs = self._job_caches[row.kind]
         for name, conn in ready.items():
-            if name not in active:
+            if name not in active or (row.namespace, row.name) in conn.caches[jobs]:
                 self._remove_copies_soon(row, conn)
         now = self._clock.now()
         # Clusters that refused the workload's copy are not asked again (for a while, or for
@@ -885,7 +904,12 @@ class Dispatcher:
         step = self._preemption_step(row, ready, active, choice, now)
         choice = step.choice
         targets = [name for name in choice.clusters if name in ready]
-        withdrawn = [name for name in active if name not in choice.clusters]
+        # A copy in a worker that is not connected (its watch relisting, its health check
+        # failing) is left alone, as Kueue's MultiKueue leaves the remotes of a cluster whose
+        # client reconnects (remoteClientsForAC, pkg/controller/admissionchecks/multikueue/
+        # workload.go): only the worker-lost timeout gives it up. Withdrawing it would throw
+        # its admission away at every blip, and race the delete against its next nomination.
+        withdrawn = [name for name in active if name in connected and name not in choice.clusters]
         withdrawn += [name for name in step.restarted if name not in withdrawn]
         new = [name for name in targets if name not in active or name in step.restarted]
         if (
@@ -1127,6 +1151,13 @@ class Dispatcher:
 
         The cache is read before the database: a copy is created only after its attempt is
         committed, so any copy in this snapshot has its attempt visible to the query below.
+
+        A copy of a workload this dispatcher works on is not deleted here: its reconcile is
+        asked to look, and removes what its attempts do not account for. The reconcile runs one
+        at a time per workload; a delete from here would not wait for it, and in the seconds a
+        sweep of many deletes takes, a new attempt can adopt the copy judged stale, elect it,
+        and create its Job, which the delete then takes away (the Job ran; it would run again).
+        Only copies of workloads it has forgotten (finished, or never known) go from here.
         """
         workload_keys = list(conn.caches[WORKLOADS])
         job_keys = [(kind, key) for kind in self._job_caches.values() for key in conn.caches[kind]]
@@ -1162,13 +1193,21 @@ class Dispatcher:
             }
         removed = 0
         for kind, key in job_keys:
-            if (kind, key) not in allowed_jobs and key in conn.caches[kind]:
-                await conn.delete_job(*key, kind=kind)
-                removed += 1
+            if (kind, key) in allowed_jobs or key not in conn.caches[kind]:
+                continue
+            if (workload_id := self._by_job_name.get(key)) is not None:
+                self._queue.add(workload_id)
+                continue
+            await conn.delete_job(*key, kind=kind)
+            removed += 1
         for key in workload_keys:
-            if key not in allowed_workloads and key in conn.caches[WORKLOADS]:
-                await conn.delete_workload(*key)
-                removed += 1
+            if key in allowed_workloads or key not in conn.caches[WORKLOADS]:
+                continue
+            if (workload_id := self._by_workload_name.get(key)) is not None:
+                self._queue.add(workload_id)
+                continue
+            await conn.delete_workload(*key)
+            removed += 1
         if removed:
             log.info("cluster %s: removed %d stale or orphaned copies", conn.name, removed)
         return removed

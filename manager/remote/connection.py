@@ -415,8 +415,11 @@ class ClusterConnection:
             self._tombstone(kind, key, obj)
         else:
             cache[key] = obj
-            if kind in self.tombstones:
-                self.tombstones[kind].pop(key, None)
+            grave = self.tombstones.get(kind, {}).get(key)
+            if grave is not None and (grave.get("metadata") or {}).get("uid") != meta.get("uid"):
+                # A new object of that name. The one whose delete was sent keeps its tombstone
+                # through the updates the watch still shows of it.
+                del self.tombstones[kind][key]
         self._listener.object_changed(self, kind, key)
         return str(version) if version else None
 
@@ -427,6 +430,11 @@ class ClusterConnection:
             graves[key] = obj
             while len(graves) > TOMBSTONES_KEPT:  # oldest first: dicts keep insertion order
                 graves.pop(next(iter(graves)))
+
+    def _untombstone(self, kind: str, key: Key, obj: dict[str, Any] | None) -> None:
+        """Take back the tombstone `_tombstone` made of `obj` (its delete was not done)."""
+        if obj is not None and self.tombstones.get(kind, {}).get(key) is obj:
+            del self.tombstones[kind][key]
 
     # ---- writes (rate limited, idempotent) -------------------------------------------------
 
@@ -471,9 +479,14 @@ class ClusterConnection:
             raise
 
     async def delete_workload(self, namespace: str, name: str) -> None:
-        """Delete a Workload copy; the copy as last seen becomes a tombstone at once, so news
-        about it that arrives before the watch's DELETED is known to be stale."""
+        """Delete a Workload copy. The copy as last seen becomes a tombstone before the delete
+        is sent, so from then on (`stale_copy`) neither its admission in the cache nor an
+        agent's report of it can win the workload; a delete that fails takes it back."""
         api = client.CustomObjectsApi(self._api)
+        key = (namespace, name)
+        seen = self.caches[WORKLOADS].get(key)
+        if seen is not None:
+            self._tombstone(WORKLOADS, key, seen)
         try:
             await self._write(
                 "delete",
@@ -483,10 +496,11 @@ class ClusterConnection:
             )
         except ApiException as error:
             if error.status != 404:
+                self._untombstone(WORKLOADS, key, seen)
                 raise
-        seen = self.caches[WORKLOADS].get((namespace, name))
-        if seen is not None:
-            self._tombstone(WORKLOADS, (namespace, name), seen)
+        except Unreachable:
+            self._untombstone(WORKLOADS, key, seen)
+            raise
 
     def stale_copy(self, namespace: str, name: str, uid: str) -> bool:
         """Whether `uid` is not the Workload copy of that name this cluster holds now: one

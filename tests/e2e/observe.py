@@ -159,5 +159,9 @@ async def copies_everywhere(
 def ran_once(ledger: Any, name: str, cluster: str, manifest: dict[str, Any]) -> None:
     """Its pods succeeded in `cluster` only, `completions` of them (namespace team-a)."""
     succeeded = ledger.succeeded.get(f"team-a/{name}", set())
-    assert {pod.split("/", 1)[0] for pod in succeeded} == {cluster}, (name, succeeded)
-    assert len(succeeded) == int(manifest["spec"]["completions"]), (name, succeeded)
+    pods = {pod.split("/", 1)[1] for pod in succeeded}
+    # Which Job object (cluster/uid) each pod belonged to: one Job created twice, or one Job
+    # that ran a pod twice, are different failures.
+    by_job = {job: sorted(ran) for job, ran in ledger.succeeded_by_job.items() if ran & pods}
+    assert {pod.split("/", 1)[0] for pod in succeeded} == {cluster}, (name, by_job)
+    assert len(succeeded) == int(manifest["spec"]["completions"]), (name, by_job)

@@ -25,7 +25,7 @@ from tests.e2e.conftest import StartSystem
 from tests.e2e.jobs import job, unique
 from tests.e2e.observe import ran_once
 from tests.e2e.steps import wait_connected, wait_manager_webhook
-from tests.replica_audit import audit_event_log
+from tests.replica_audit import audit_event_log, workload_history
 from worker_agent.kube_client import ApiError, KubeClient
 
 DEFAULT_JOBS = {"kubesim": 1000, "real": 300}
@@ -99,6 +99,10 @@ async def _all_succeeded(
         finished = [n for n in names if states.get(n, {}).get("state") == "Succeeded"]
         if len(finished) == len(names):
             return states
+        ended = [n for n in names if states.get(n, {}).get("state") in ("Failed", "Cancelled")]
+        if ended:  # it will not succeed: say why now, not after the time limit
+            history = await workload_history(replicas.database_url, "team-a", ended[0])
+            raise AssertionError("\n".join([f"{len(ended)} ended unsucceeded: {ended}", *history]))
         print(f"{time.monotonic() - started:.0f} s: {len(finished)} of {len(names)} finished")
         assert not replicas.failures(), replicas.failures()
         assert time.monotonic() - started < 600, (
@@ -170,7 +174,11 @@ async def test_the_leader_killed_every_10s_every_job_runs_once(
         finally:
             await manager_cluster.close()
         for name, (_, manifest) in manifests.items():
-            ran_once(ledger, name, states[name]["cluster"], manifest)
+            try:
+                ran_once(ledger, name, states[name]["cluster"], manifest)
+            except AssertionError as failure:
+                history = await workload_history(replicas.database_url, "team-a", name)
+                raise AssertionError("\n".join([str(failure), *history])) from None
         assert takeovers, "the run ended before the first kill: it proved nothing"
         assert max(takeovers) < TAKEOVER_LIMIT_SECONDS, takeovers
         # No decision of a deposed leader landed after its successor's election.

@@ -13,7 +13,13 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubesim import ClusterSpec, run_clusters
 from kueue_api.jobs import BATCH_JOB
 from manager.jobs import workload_copy, workload_name
-from manager.remote.connection import JOBS, WORKLOADS, ClusterConnection, ConnectionSettings
+from manager.remote.connection import (
+    JOBS,
+    WORKLOADS,
+    ClusterConnection,
+    ConnectionSettings,
+    Unreachable,
+)
 from tests.unit.manager.test_connection_rules import KUBECONFIG
 
 CRDS = Path(__file__).resolve().parents[3] / "deploy" / "crds"
@@ -135,6 +141,45 @@ def test_a_report_names_a_stale_copy_by_its_uid() -> None:
     connection._apply(WORKLOADS, _copy_event("DELETED", "first"))
     assert connection.stale_copy("ns", "wl", "first")
     assert not connection.stale_copy("ns", "wl", "second")
+    connection._apply(WORKLOADS, _copy_event("ADDED", "second"))
+    assert connection.stale_copy("ns", "wl", "first")
+    assert not connection.stale_copy("ns", "wl", "second")
+
+
+async def test_a_copy_is_stale_from_the_moment_its_delete_is_sent() -> None:
+    """While the delete is on its way, and through the updates the watch still shows of the
+    copy (its deletionTimestamp), its admission is an earlier try's: it must not elect. A
+    delete that fails takes that back, or the copy would be stuck, never elected nor resent."""
+    connection = ClusterConnection(
+        "w1", KUBECONFIG, origin="o", listener=_Listener(), settings=ConnectionSettings()
+    )
+    connection._apply(WORKLOADS, _copy_event("ADDED", "first"))
+    stale_while_sent: list[bool] = []
+
+    async def unanswered(verb: str, call: Any) -> Any:
+        stale_while_sent.append(connection.stale_copy("ns", "wl", "first"))
+        raise Unreachable("ClientConnectionFailed", f"{verb}: no answer")
+
+    async def refused(verb: str, call: Any) -> Any:
+        stale_while_sent.append(connection.stale_copy("ns", "wl", "first"))
+        raise ApiException(status=500, reason="Internal Server Error")
+
+    async def answered(verb: str, call: Any) -> Any:
+        stale_while_sent.append(connection.stale_copy("ns", "wl", "first"))
+        return None
+
+    for failing in (unanswered, refused):
+        connection._write = failing  # type: ignore[method-assign]
+        with pytest.raises((Unreachable, ApiException)):
+            await connection.delete_workload("ns", "wl")
+        assert not connection.stale_copy("ns", "wl", "first")
+    connection._write = answered  # type: ignore[method-assign]
+    await connection.delete_workload("ns", "wl")
+    assert stale_while_sent == [True, True, True]
+    assert connection.stale_copy("ns", "wl", "first")
+    connection._apply(WORKLOADS, _copy_event("MODIFIED", "first"))  # now terminating
+    assert connection.stale_copy("ns", "wl", "first")
+    connection._apply(WORKLOADS, _copy_event("DELETED", "first"))
     connection._apply(WORKLOADS, _copy_event("ADDED", "second"))
     assert connection.stale_copy("ns", "wl", "first")
     assert not connection.stale_copy("ns", "wl", "second")

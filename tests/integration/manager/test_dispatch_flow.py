@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio import client
 
-from manager.remote.connection import WORKLOADS
+from kueue_api.jobs import BATCH_JOB
+from manager.db import workloads as workload_queries
+from manager.jobs import workload_copy, workload_name
+from manager.remote.connection import WORKLOADS, ClusterConnection
 from manager.settings import ManagerSettings
 from tests.integration.manager.harness import RunningManager, eventually, serve_manager
 from tests.integration.manager.kube import workers
@@ -524,3 +530,133 @@ async def test_a_report_about_an_earlier_copy_does_not_elect(settings: ManagerSe
             return (await manager.workload("default", "stale"))["cluster"] == "w1"
 
         await eventually(elected)
+
+
+@dataclass(frozen=True)
+class OneCopy:
+    """A workload submitted with one worker, w1, once its copy is there."""
+
+    double: WorkerDouble
+    connection: ClusterConnection
+    workload_id: int
+    workload: str
+    uid: str  # the copy's
+
+    async def sent_again(self) -> bool:
+        """Whether another copy than the first is in the manager's cache now."""
+        cached = self.connection.caches[WORKLOADS].get(("default", self.workload)) or {}
+        return (cached.get("metadata") or {}).get("uid") not in (None, self.uid)
+
+
+async def one_copy_in_w1(
+    manager: RunningManager, worker: tuple[Any, WorkerDouble], name: str
+) -> OneCopy:
+    cluster, double = worker
+    await manager.register("w1", cluster.kubeconfig)
+    await wait_connected(manager, "w1")
+    wl = str((await submit(manager, name))["workloadName"])
+
+    async def copied() -> bool:
+        return wl in await copies(double)
+
+    await eventually(copied)
+    connection = manager.runtime.dispatcher.connections["w1"]
+    workload_id = manager.runtime.dispatcher.id_of("default", name)
+    assert workload_id is not None
+    uid = connection.caches[WORKLOADS][("default", wl)]["metadata"]["uid"]
+    return OneCopy(double, connection, workload_id, wl, uid)
+
+
+async def test_a_copy_whose_delete_is_on_its_way_does_not_win(settings: ManagerSettings) -> None:
+    """The garbage collector deletes a copy no active attempt accounts for, and a nomination
+    can start a new attempt in that cluster before the watch shows the delete. The copy's
+    admission, still in the cache, must not win: the Job would be handed to a Workload on its
+    way out, run, and run again after the requeue. It wins only once a new copy is sent."""
+    async with workers("w1") as pairs, serve_manager(settings) as manager:
+        one = await one_copy_in_w1(manager, pairs[0], "doomed")
+        dispatcher, connection, wl = manager.runtime.dispatcher, one.connection, one.workload
+        sent, release = asyncio.Event(), asyncio.Event()
+        write = connection._write
+
+        async def held_delete(verb: str, call: Any) -> Any:
+            if verb == "delete":
+                sent.set()
+                await release.wait()
+            return await write(verb, call)
+
+        connection._write = held_delete  # type: ignore[method-assign]
+        deleting = asyncio.create_task(connection.delete_workload("default", wl))
+        await sent.wait()
+        await one.double.admit("default", wl)
+
+        async def admitted_in_cache() -> bool:
+            cached = connection.caches[WORKLOADS].get(("default", wl)) or {}
+            return any(
+                c.get("type") == "Admitted"
+                for c in (cached.get("status") or {}).get("conditions") or []
+            )
+
+        await eventually(admitted_in_cache)
+        await dispatcher.reconcile(one.workload_id)
+        assert (await manager.workload("default", "doomed"))["cluster"] is None
+        assert await job_names(one.double) == []
+        release.set()
+        await deleting
+        connection._write = write  # type: ignore[method-assign]
+
+        await eventually(one.sent_again)
+        await admit_and_await_job(one.double, wl, "doomed")
+        assert (await manager.workload("default", "doomed"))["cluster"] == "w1"
+
+
+async def test_the_sweep_leaves_a_known_workloads_copy_to_its_reconcile(
+    settings: ManagerSettings,
+) -> None:
+    """The garbage collector deletes a copy of a workload it knows nothing of at once; a copy
+    of a workload the dispatcher works on, which no active attempt accounts for, it leaves to
+    that workload's reconcile (one at a time per workload), so a copy its read judged stale
+    cannot be adopted, elected and given its Job before its delete lands."""
+    async with workers("w1") as pairs, serve_manager(settings) as manager:
+        one = await one_copy_in_w1(manager, pairs[0], "swept")
+        dispatcher, connection, wl = manager.runtime.dispatcher, one.connection, one.workload
+        orphan = workload_name(BATCH_JOB, "orphan", "uid-orphan")
+        await connection.create_workload(
+            workload_copy(
+                BATCH_JOB,
+                job("orphan"),
+                workload_name=orphan,
+                origin=settings.origin,
+                priority_class=None,
+                priority=0,
+            )
+        )
+
+        async def orphan_seen() -> bool:
+            return ("default", orphan) in connection.caches[WORKLOADS]
+
+        await eventually(orphan_seen)
+        orphan_uid = connection.caches[WORKLOADS][("default", orphan)]["metadata"]["uid"]
+        asked: list[int] = []
+        queue_add = dispatcher._queue.add
+        dispatcher._queue.add = asked.append  # type: ignore[method-assign]
+        try:
+            # The attempt ends and the copy stays (a withdrawal whose delete did not happen).
+            await dispatcher.writer.write(
+                workload_queries.workload_change(
+                    one.workload_id,
+                    {},
+                    now=datetime.now(UTC),
+                    removal=workload_queries.AttemptRemoval("NotNominated"),
+                )
+            )
+            assert await dispatcher._remove_stale_copies(connection) == 1
+            assert connection.stale_copy("default", orphan, orphan_uid)
+            assert not connection.stale_copy("default", wl, one.uid)
+            assert one.workload_id in asked
+        finally:
+            dispatcher._queue.add = queue_add  # type: ignore[method-assign]
+        dispatcher.enqueue(one.workload_id)
+
+        await eventually(one.sent_again)
+        await admit_and_await_job(one.double, wl, "swept")
+        assert await copies(one.double) == [wl]

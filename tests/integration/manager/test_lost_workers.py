@@ -221,3 +221,50 @@ async def test_a_lookup_on_a_worker_that_hangs_ends_at_its_deadline(
         with pytest.raises(Unreachable):
             await connection.read_custom("localqueues", "user-queue", "default")
         await two.proxy.restore()
+
+
+async def _copy_uid(double: WorkerDouble, workload: str) -> str | None:
+    for item in await double.workloads():
+        if item["metadata"]["name"] == workload:
+            return str(item["metadata"]["uid"])
+    return None
+
+
+async def test_a_worker_briefly_unreachable_keeps_its_copy(settings: ManagerSettings) -> None:
+    """A worker cut off for a moment keeps the copy it holds, as Kueue's MultiKueue leaves the
+    remotes of a cluster whose client reconnects: the workload looked at meanwhile withdraws
+    nothing from it, the same copy (same uid) is there when it is back, and its admission wins.
+    Withdrawing it threw every admission in a worker away at each blip of its health check."""
+    async with w2_behind_a_proxy() as two, serve_manager(settings) as manager:
+        await manager.register("w1", two.w1.kubeconfig)
+        await manager.register("w2", through(two.proxy, two.w2.kubeconfig))
+        await wait_connected(manager, "w1", "w2")
+        wl = str((await submit(manager, "kept-copy"))["workloadName"])
+
+        async def everywhere() -> bool:
+            return wl in await copies(two.d1) and wl in await copies(two.d2)
+
+        await eventually(everywhere)
+        uid = await _copy_uid(two.d2, wl)
+        dispatcher = manager.runtime.dispatcher
+        await two.proxy.cut()
+
+        async def w2_down() -> bool:
+            return not dispatcher.connections["w2"].ready
+
+        await eventually(w2_down)
+        workload_id = dispatcher.id_of("default", "kept-copy")
+        assert workload_id is not None
+        await dispatcher.reconcile(workload_id)
+        body = await manager.workload("default", "kept-copy")
+        assert {a["cluster"]: a["state"] for a in body["attempts"]} == {
+            "w1": "Nominated",
+            "w2": "Nominated",
+        }, body["attempts"]
+        await two.proxy.restore()
+        await wait_connected(manager, "w2")
+        await admit_and_await_job(two.d2, wl, "kept-copy")
+        assert await _copy_uid(two.d2, wl) == uid
+        final = await manager.workload("default", "kept-copy")
+        assert final["cluster"] == "w2"
+        assert [a["cluster"] for a in final["attempts"] if a["cluster"] == "w2"] == ["w2"]
