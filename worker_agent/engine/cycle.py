@@ -146,7 +146,6 @@ class _Entry:
     requeue: str = GENERIC
     admitted: bool = False
     drop_scan: bool = False
-    preemptor: bool = False
 
 
 def schedule(state: EngineState, now: float) -> CycleResult:
@@ -357,7 +356,7 @@ def _pop_heads(state: EngineState) -> list[_Entry]:
         if not cq.queue.active:
             state.nonempty.discard(name)
         if info is not None:
-            heads.append(_Entry(cq=cq, info=info, preemptor=cq.queue.preemptor == info.key))
+            heads.append(_Entry(cq=cq, info=info))
     return heads
 
 
@@ -478,7 +477,6 @@ def _in_order(state: EngineState, entries: list[_Entry]) -> Iterator[_Entry]:
                 priority=entry.info.spec.priority,
                 order_time=entry.info.spec.order_time,
                 payload=entry,
-                preemptor=entry.preemptor,
                 tie=fair_sharing.tie_break(state.cycle, entry.cq.name),
             )
         )
@@ -488,11 +486,15 @@ def _in_order(state: EngineState, entries: list[_Entry]) -> Iterator[_Entry]:
 
 
 def _entry_order(entry: _Entry, cycle: int) -> tuple[object, ...]:
+    """Kueue's classical order of a cycle's heads (makeClassicalIterator,
+    pkg/scheduler/scheduler.go): quota holders (a second pass) first, then heads that need no
+    borrowing, higher priority, earlier queue time. A preemptor waiting on its victims is not
+    put first: that is the PrioritizePreemptorWorkloads gate of later Kueue versions, alpha
+    and off by default."""
     assert entry.assignment is not None
     info = entry.info
     return (
         not info.has_quota,
-        not entry.preemptor,
         entry.assignment.borrowing,
         -info.spec.priority,
         info.spec.order_time,

@@ -114,7 +114,6 @@ class Contender:
     priority: int
     order_time: float
     payload: object
-    preemptor: bool = False
     drs: dict[str, DRS] = field(default_factory=dict)
     tie: int = 0
 
@@ -136,8 +135,6 @@ def _compute(root: QuotaNode, contenders: Mapping[str, Contender]) -> None:
 
 
 def _less(a: Contender, b: Contender, cohort: str) -> bool:
-    if a.preemptor != b.preemptor:
-        return a.preemptor
     a_drs, b_drs = a.drs[cohort], b.drs[cohort]
     a_borrow, b_borrow = a_drs.borrowing_on(a.usage), b_drs.borrowing_on(b.usage)
     if a_borrow != b_borrow:

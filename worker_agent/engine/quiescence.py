@@ -9,14 +9,9 @@ goes on.
 Kueue's preemption rules do not always settle: when two ClusterQueues of a cohort take quota
 from each other, each borrowing the other's unused nominal quota and each reclaiming its own,
 the preemptions can go round forever. Nothing in Kueue's scheduler stops them (it keeps no
-memory of past preemptions). Two shapes, both worked out from Kueue's code
-(pkg/scheduler/preemption) and kept as inputs in `tests/unit/engine/data/livelock-*.yaml`:
+memory of past preemptions). The shape, worked out from Kueue's code
+(pkg/scheduler/preemption) and kept as an input in `tests/unit/engine/data/livelock-*.yaml`:
 
-- Classical: W in ClusterQueue A preempts newer workloads of A (LowerOrNewerEqualPriority)
-  and fits by borrowing B's idle nominal quota; within-queue preemption may borrow. A small
-  workload of B then reclaims B's quota, and the candidate order (most recently admitted
-  first) makes W the victim; B borrows A's quota in turn, A's evicted workloads reclaim it,
-  and W preempts them again.
 - Fair sharing: P in B, borrowing once admitted, takes A's workloads one by one while A still
   borrows; LessThanOrEqualToFinalShare and then LessThanInitialShare (on the left-over
   candidates) compare shares, not nominal quota, so the last removals take A below its
@@ -24,6 +19,12 @@ memory of past preemptions). Two shapes, both worked out from Kueue's code
   after the removal that took it there). A's workload reclaims its nominal quota from P, A
   borrows again, and P, retried (every cycle under StrictFIFO, or when an eviction requeues
   it), preempts again.
+
+A classical shape (W in A preempting newer workloads of A to borrow B's idle quota, B
+reclaiming it) went round only while the engine put a preemptor waiting on its victims before
+the other heads of a cycle, which Kueue v0.17 does not: a head within its nominal quota goes
+first and takes the quota the preemptor freed, and the round ends
+(`tests/unit/engine/data/classical-mutual-reclaim-settles.yaml`).
 
 The loop guard (a deliberate deviation from Kueue, and the engine's only answer to these
 loops, in `mkq simulate` and in the worker agent alike): `EngineState.preemptions` remembers

@@ -1,13 +1,14 @@
-"""Preemption loops end: the ones Kueue's own rules allow are ended by the engine's loop
-guard (a documented deviation, `worker_agent.engine.quiescence`); the one Kueue leaves through
-its random order of tied heads is left here too.
+"""Preemption loops end: the one Kueue's own rules allow is ended by the engine's loop guard (a
+documented deviation, `worker_agent.engine.quiescence`); the one Kueue leaves through its random
+order of tied heads is left here too.
 
 `data/livelock-*.yaml` are the inputs, worked out in `worker_agent.engine.quiescence`: two
 ClusterQueues that borrow and reclaim each other's quota. Kueue never settles on them; here
 they settle after one round, the workload whose preemption would repeat one left pending with
 the guard's message. The same inputs settle without the guard when a rule that makes the loop
-is taken away. `tests/scenarios/fairsharing-123-...` loops only while one ClusterQueue keeps
-winning a tie (see its notes).
+is taken away. `data/classical-mutual-reclaim-settles.yaml` was such a loop only under an order
+of heads Kueue does not have (its notes). `tests/scenarios/fairsharing-123-...` loops only
+while one ClusterQueue keeps winning a tie (see its notes).
 """
 
 from __future__ import annotations
@@ -33,12 +34,10 @@ from worker_agent.engine.model import WorkloadSpec
 DATA = Path(__file__).parent / "data"
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 LOOPS = sorted(DATA.glob("livelock-*.yaml"))
-CLASSICAL = DATA / "livelock-classical-mutual-reclaim.yaml"
+FAIR_SHARING_LOOP = DATA / "livelock-fair-sharing-reclaim.yaml"
+CLASSICAL = DATA / "classical-mutual-reclaim-settles.yaml"
 # The workload left pending by the guard in each input.
-GUARDED = {
-    "livelock-fair-sharing-reclaim.yaml": "default/x",
-    "livelock-classical-mutual-reclaim.yaml": "default/w5",
-}
+GUARDED = {"livelock-fair-sharing-reclaim.yaml": "default/x"}
 
 
 def _objects(path: Path) -> list[dict[str, Any]]:
@@ -121,22 +120,32 @@ def test_an_outside_change_lets_the_refused_preemption_happen(tmp_path: Path) ->
     """The guard remembers preemptions only until something outside the engine changes: an
     echoed, equal spec keeps the refusal; the refused workload deactivated and activated again
     lifts it, and the loop then runs one more round before the guard ends it again."""
-    state = _state(CLASSICAL, tmp_path)
+    state = _state(FAIR_SHARING_LOOP, tmp_path)
     run_until_quiescent(state, now=0.0)
     for info in list(state.workloads.values()):
         state.upsert_workload(info.spec)
     echoed = run_until_quiescent(state, now=0.0)
     assert not any(r.evictions for r in echoed.results)
-    assert state.workloads["default/w5"].message == LOOP_GUARD_MESSAGE
+    assert state.workloads["default/x"].message == LOOP_GUARD_MESSAGE
 
-    w5 = state.workloads["default/w5"].spec
-    state.upsert_workload(dataclasses.replace(w5, active=False))
-    state.upsert_workload(w5)
+    x = state.workloads["default/x"].spec
+    state.upsert_workload(dataclasses.replace(x, active=False))
+    state.upsert_workload(x)
     run = run_until_quiescent(state, now=0.0)
     preemptions = [(e.preemptor, e.key) for r in run.results for e in r.evictions]
-    assert preemptions[0] == ("default/w5", "default/w2")
-    assert state.workloads["default/w5"].message == LOOP_GUARD_MESSAGE
+    assert preemptions[0] == ("default/x", "default/p")
+    assert state.workloads["default/x"].message == LOOP_GUARD_MESSAGE
     assert_within_limits(state)
+
+
+def test_classical_mutual_reclaim_settles_without_the_guard(tmp_path: Path) -> None:
+    """In Kueue's order of heads (no waiting preemptor first) the round ends by itself: the
+    outcome of the file's Expectation, and no workload waits on the guard."""
+    check_scenario(CLASSICAL, tmp_path)
+    code, out, err = _simulate(tmp_path, _objects(CLASSICAL))
+    assert code == 0, err
+    workloads = json.loads(out)["workloads"]
+    assert all(wl.get("message") != LOOP_GUARD_MESSAGE for wl in workloads.values())
 
 
 def test_fair_sharing_loop_settles_under_classical_preemption(tmp_path: Path) -> None:
