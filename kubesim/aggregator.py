@@ -124,17 +124,23 @@ class Aggregator:
             raise _unavailable(f'no endpoints available for service "{name}"')
         return served.rstrip("/"), server_name
 
-    def _ssl_context(self, ca_bundle: bytes, skip_verify: bool) -> ssl.SSLContext:
+    async def _ssl_context(self, ca_bundle: bytes, skip_verify: bool) -> ssl.SSLContext:
+        """The client context for an APIService's CA bundle, built once (off the event loop:
+        it reads the system's CAs and the proxy identity's files)."""
         context = self._contexts.get((ca_bundle, skip_verify))
         if context is None:
-            context = ssl.create_default_context()
-            if skip_verify:
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
-            elif ca_bundle:
-                context.load_verify_locations(cadata=ca_bundle.decode())
-            context.load_cert_chain(self.identity.cert_path, self.identity.key_path)
+            context = await asyncio.to_thread(self._new_ssl_context, ca_bundle, skip_verify)
             self._contexts[(ca_bundle, skip_verify)] = context
+        return context
+
+    def _new_ssl_context(self, ca_bundle: bytes, skip_verify: bool) -> ssl.SSLContext:
+        context = ssl.create_default_context()
+        if skip_verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        elif ca_bundle:
+            context.load_verify_locations(cadata=ca_bundle.decode())
+        context.load_cert_chain(self.identity.cert_path, self.identity.key_path)
         return context
 
     async def proxy(
@@ -144,7 +150,7 @@ class Aggregator:
         base, server_name = self._base_url(api_service)
         spec = api_service["spec"]
         bundle = base64.b64decode(spec.get("caBundle") or "")
-        context = self._ssl_context(bundle, bool(spec.get("insecureSkipTLSVerify")))
+        context = await self._ssl_context(bundle, bool(spec.get("insecureSkipTLSVerify")))
         # The caller's identity headers are kube-apiserver's to set, never the caller's.
         forwarded: CIMultiDict[str] = CIMultiDict(
             (k, v)

@@ -147,14 +147,14 @@ class Webhooks:
             )
         return shown, base.rstrip("/") + (path or "/"), server_name
 
-    def _ssl_context(self, ca_bundle: bytes) -> ssl.SSLContext:
+    async def _ssl_context(self, ca_bundle: bytes) -> ssl.SSLContext:
+        """The client context for a webhook's CA bundle, built once (off the event loop: with
+        no bundle it reads the system's CAs)."""
         context = self._contexts.get(ca_bundle)
         if context is None:
             try:
-                context = (
-                    ssl.create_default_context(cadata=ca_bundle.decode())
-                    if ca_bundle
-                    else ssl.create_default_context()
+                context = await asyncio.to_thread(
+                    ssl.create_default_context, cadata=ca_bundle.decode() if ca_bundle else None
                 )
             except (ssl.SSLError, ValueError) as error:
                 raise CallError(
@@ -175,7 +175,7 @@ class Webhooks:
         """POST the review; the decoded answer, or CallError with Go's words for the failure."""
         shown, url, server_name = self._target(hook)
         query = f"?timeout={hook.timeout_seconds}s"
-        context = self._ssl_context(hook.client.ca_bundle)
+        context = await self._ssl_context(hook.client.ca_bundle)
         prefix = f'failed to call webhook: Post "{shown}{query}": '
         try:
             async with asyncio.timeout(hook.timeout_seconds):
