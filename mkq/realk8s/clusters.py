@@ -20,7 +20,7 @@ import signal
 import ssl
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,22 @@ def log_tail(log: Path, lines: int = 15) -> str:
     with contextlib.suppress(OSError):
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     return ""
+
+
+def start_beside(
+    argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start a program beside a control plane (a job kind's operator, a relay): killed with
+    this process, in a session of its own, its output appended to `log`."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [*DIE_WITH_PARENT, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
 
 
 def wait_until_ready(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
-import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,10 @@ from kubesim.ports import free_port
 from kueue_api.certs import new_ca, new_serving
 from mkq.realk8s.binaries import JOBSET_CRD, JOBSET_WEBHOOKS, ensure_peers, module_file
 from mkq.realk8s.clusters import (
-    DIE_WITH_PARENT,
     ClusterStartError,
     RealCluster,
     kubectl,
+    start_beside,
     stop_process,
     wait_established,
     wait_until_ready,
@@ -127,19 +126,9 @@ def jobset_controller(cluster: RealCluster, directory: Path) -> Iterator[None]:
     config = directory / "jobset-config.yaml"
     config.write_text(yaml.safe_dump(_configuration(port, cert_dir, free_port())))
     log = directory / "jobset.log"
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [
-                *DIE_WITH_PARENT,
-                str(program),
-                f"--config={config}",
-                f"--kubeconfig={cluster.kubeconfig_path}",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process = start_beside(
+        [str(program), f"--config={config}", f"--kubeconfig={cluster.kubeconfig_path}"], log
+    )
     configurations = webhook_configurations(f"https://127.0.0.1:{port}", ca.cert_pem)
     try:
         kubectl(

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 from mkq.realk8s.binaries import KUBERAY, RAY_CRDS, ensure_built, module_file
-from mkq.realk8s.clusters import DIE_WITH_PARENT, RealCluster, stop_process, wait_until_ready
+from mkq.realk8s.clusters import RealCluster, start_beside, stop_process, wait_until_ready
 from mkq.realk8s.jobset import apply_established
 
 READY_TIMEOUT = 120.0
@@ -54,21 +53,17 @@ def kuberay_operator(cluster: RealCluster, directory: Path) -> Iterator[None]:
     log = directory / "kuberay-operator.log"
     offset = log.stat().st_size if log.exists() else 0
     environment = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_path)}
-    with contextlib.ExitStack() as stack, log.open("ab") as out:
-        process = subprocess.Popen(
+    with contextlib.ExitStack() as stack:
+        process = start_beside(
             [
-                *DIE_WITH_PARENT,
                 str(program),
                 "--enable-leader-election=false",
                 "--metrics-addr=0",
                 "--health-probe-bind-address=0",
                 "--log-stdout-encoder=json",
             ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=environment,
+            log,
+            environment,
         )
         stack.callback(stop_process, process)
         wait_until_ready(

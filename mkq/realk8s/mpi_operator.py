@@ -34,10 +34,10 @@ import yaml
 
 from mkq.realk8s.binaries import MPIJOB_CRD, ensure_peers, module_file
 from mkq.realk8s.clusters import (
-    DIE_WITH_PARENT,
     ClusterStartError,
     RealCluster,
     kubectl,
+    start_beside,
     stop_process,
     wait_until_ready,
 )
@@ -87,14 +87,8 @@ def mpi_operator(cluster: RealCluster, directory: Path) -> Iterator[None]:
     socket_path.unlink(missing_ok=True)
     environment = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_path)}
     offset = log.stat().st_size if log.exists() else 0
-    with contextlib.ExitStack() as stack, log.open("ab") as out:
-        relay = subprocess.Popen(
-            [*DIE_WITH_PARENT, *relay_command(str(socket_path), cluster.port)],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    with contextlib.ExitStack() as stack:
+        relay = start_beside(relay_command(str(socket_path), cluster.port), log)
         stack.callback(stop_process, relay)
         _wait_for(socket_path, relay, log)
         operator = [
@@ -103,17 +97,8 @@ def mpi_operator(cluster: RealCluster, directory: Path) -> Iterator[None]:
             "--kube-api-qps=50",
             "--kube-api-burst=100",
         ]
-        process = subprocess.Popen(
-            [
-                *DIE_WITH_PARENT,
-                *RESTARTED,
-                *unshared(str(socket_path), cluster.port, operator),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=environment,
+        process = start_beside(
+            [*RESTARTED, *unshared(str(socket_path), cluster.port, operator)], log, environment
         )
         stack.callback(stop_process, process)
         wait_until_ready(

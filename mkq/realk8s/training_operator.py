@@ -23,7 +23,6 @@ import base64
 import contextlib
 import datetime
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,10 +40,10 @@ from mkq.realk8s.binaries import (
     module_file,
 )
 from mkq.realk8s.clusters import (
-    DIE_WITH_PARENT,
     ClusterStartError,
     RealCluster,
     kubectl,
+    start_beside,
     stop_process,
     wait_until_ready,
 )
@@ -156,22 +155,17 @@ def training_operator(cluster: RealCluster, directory: Path) -> Iterator[None]:
         "KUBECONFIG": str(cluster.kubeconfig_path),
         "MY_POD_NAMESPACE": NAMESPACE,
     }
-    with log.open("ab") as out:
-        process = subprocess.Popen(
-            [
-                *DIE_WITH_PARENT,
-                str(program),
-                f"--webhook-server-port={port}",
-                "--metrics-bind-address=0",
-                f"--health-probe-bind-address=127.0.0.1:{free_port()}",
-                *(f"--enable-scheme={scheme}" for scheme in SCHEMES),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=environment,
-        )
+    process = start_beside(
+        [
+            str(program),
+            f"--webhook-server-port={port}",
+            "--metrics-bind-address=0",
+            f"--health-probe-bind-address=127.0.0.1:{free_port()}",
+            *(f"--enable-scheme={scheme}" for scheme in SCHEMES),
+        ],
+        log,
+        environment,
+    )
     configuration = webhook_configuration(f"https://127.0.0.1:{port}", ca.cert_pem)
     try:
         kubectl(
