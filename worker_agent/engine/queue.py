@@ -40,7 +40,6 @@ class PendingQueue:
         self.by_shape: dict[int, set[str]] = {}
         self.blocked_shapes: dict[int, str] = {}
         self.sticky: str | None = None
-        self.preemptor: str | None = None
         self.usage_of: Callable[[WorkloadInfo], float] | None = None
 
     def __len__(self) -> int:
@@ -100,8 +99,6 @@ class PendingQueue:
                 keys.discard(key)
         if self.sticky == key:
             self.sticky = None
-        if self.preemptor == key:
-            self.preemptor = None
 
     def pop(self, shape_of: dict[str, int]) -> WorkloadInfo | None:
         if self.usage_of is not None:
@@ -137,15 +134,13 @@ class PendingQueue:
         return (self.usage_of(info), info.key != self.sticky, info.order_key)
 
     def set_preemptor(self, key: str) -> None:
-        """The workload issued preemptions and waits for them: it is the preemptor (and, for
-        BestEffortFIFO, sticky at the head) until admitted or removed."""
-        self.preemptor = key
+        """The workload issued preemptions and waits for them: under BestEffortFIFO it stays
+        at the head (sticky) until admitted or removed. Nothing else orders it first: Kueue
+        v0.17 has no such rule (engine.cycle._entry_order)."""
         if self.best_effort:
             self.sticky = key
 
     def clear_preemptor(self, key: str) -> None:
-        if self.preemptor == key:
-            self.preemptor = None
         if self.sticky == key:
             self.sticky = None
 
