@@ -75,8 +75,10 @@ def markdown_table(results: Sequence[Result]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_plot(timelines: Mapping[str, Sequence[float]], path: Path) -> None:
-    """Workloads admitted against seconds since the first submission, one line per mode."""
+def write_plot(
+    timelines: Mapping[str, Sequence[float]], path: Path, title: str = "mkq bench dispatch"
+) -> None:
+    """Workloads admitted against seconds since the first submission, one line per run."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,7 +90,7 @@ def write_plot(timelines: Mapping[str, Sequence[float]], path: Path) -> None:
         axis.step(ordered, range(1, len(ordered) + 1), where="post", label=mode)
     axis.set_xlabel("seconds since the first submission")
     axis.set_ylabel("workloads admitted")
-    axis.set_title("mkq bench dispatch")
+    axis.set_title(title)
     axis.legend(loc="lower right")
     figure.tight_layout()
     figure.savefig(path, dpi=100)

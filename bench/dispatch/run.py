@@ -20,7 +20,7 @@ import secrets
 import statistics
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,13 @@ from rich.console import Console
 from rich.progress import Progress
 from sqlalchemy.engine.url import make_url
 
+from bench.dispatch.jobs import bench_job
+from bench.dispatch.processes import bench_database, logged_process, wait_until
 from bench.dispatch.report import write_outputs
+from bench.process_stats import cpu_seconds
 from kubesim import ClusterSpec, RunningCluster, jsoncodec, run_clusters
 from kubesim.fault_proxy import Balancer
 from kubesim.ports import free_port
-from manager.db.schema import migrate
-from manager.db.session import make_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "deploy" / "crds"
@@ -102,96 +103,6 @@ async def _setup_queues(cluster: RunningCluster, cpu: str) -> None:
                     await custom.create_namespaced_custom_object(
                         GROUP, VERSION, namespace, plural, body
                     )
-
-
-def _job(index: int, run_for: str, cpu: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": f"bench-{index:05d}",
-            "namespace": "default",
-            "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
-        },
-        "spec": {
-            "template": {
-                "metadata": {"annotations": {"kubesim.mkq.dev/run-for": run_for}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
-                    ],
-                },
-            }
-        },
-    }
-
-
-@contextlib.asynccontextmanager
-async def _database(base_url: str) -> AsyncIterator[str]:
-    name = f"mkq_bench_{secrets.token_hex(4)}"
-    plain = make_url(base_url).set(drivername="postgresql").render_as_string(hide_password=False)
-    admin = await asyncpg.connect(plain)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    url = make_url(base_url).set(database=name).render_as_string(hide_password=False)
-    engine = make_engine(url)
-    await migrate(engine)
-    await engine.dispose()
-    try:
-        yield url
-    finally:
-        admin = await asyncpg.connect(plain)
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
-
-
-LOG_DIR = Path(os.environ.get("MKQ_BENCH_LOG_DIR", "/tmp/mkq-bench-logs"))
-
-
-def _open_log(name: str) -> Any:
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
-    return (LOG_DIR / f"{name}.log").open("wb")
-
-
-@contextlib.asynccontextmanager
-async def _process(
-    *args: str, env: dict[str, str], log_name: str
-) -> AsyncIterator[asyncio.subprocess.Process]:
-    """A subprocess whose output goes to MKQ_BENCH_LOG_DIR/<log_name>.log."""
-    log_file = _open_log(log_name)
-    process = await asyncio.create_subprocess_exec(
-        *args, stdout=log_file, stderr=log_file, env={**os.environ, **env}
-    )
-    try:
-        yield process
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            try:
-                async with asyncio.timeout(10):
-                    await process.wait()
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-        log_file.close()
-
-
-async def _wait(check: Any, within: float) -> None:
-    deadline = time.monotonic() + within
-    while not await check():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the benchmark did not settle in time")
-        await asyncio.sleep(0.5)
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a live process so far (Linux /proc; 0 elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _writes(metrics_text: str) -> float:
@@ -260,7 +171,7 @@ async def run_mode(
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     specs = [ClusterSpec(name=f"w{i + 1}", crds=[CRDS]) for i in range(workers)]
-    async with _database(base_url) as database_url, run_clusters(specs) as clusters:
+    async with bench_database(base_url) as database_url, run_clusters(specs) as clusters:
         for cluster in clusters:
             await _setup_queues(cluster, cluster_cpu)
         env = {
@@ -275,7 +186,7 @@ async def run_mode(
             ports = [port] if replicas == 1 else [free_port() for _ in range(replicas)]
             managers = [
                 await stack.enter_async_context(
-                    _process(
+                    logged_process(
                         MKQ,
                         "manager",
                         "serve",
@@ -305,7 +216,7 @@ async def run_mode(
                 except httpx.TransportError:
                     return False
 
-            await _wait(ready, 60)
+            await wait_until(ready, 60)
             agents: list[asyncio.subprocess.Process] = []
             for cluster in clusters:
                 response = await api.post(
@@ -314,7 +225,7 @@ async def run_mode(
                 )
                 agent_token = response.json()["token"]
                 agent = await stack.enter_async_context(
-                    _process(
+                    logged_process(
                         MKQ,
                         "agent",
                         "run",
@@ -337,7 +248,7 @@ async def run_mode(
                 items = (await api.get("/api/v1/clusters")).json()["items"]
                 return all(c["state"] == "Connected" for c in items)
 
-            await _wait(connected, 60)
+            await wait_until(connected, 60)
             await asyncio.sleep(3)  # first capacity reports
             db = await asyncpg.connect(
                 make_url(database_url)
@@ -345,8 +256,8 @@ async def run_mode(
                 .render_as_string(hide_password=False)
             )
             cpu_before = {
-                "manager": sum(_cpu_seconds(m.pid) for m in managers),
-                "agents": sum(_cpu_seconds(a.pid) for a in agents),
+                "manager": sum(cpu_seconds(m.pid) for m in managers),
+                "agents": sum(cpu_seconds(a.pid) for a in agents),
                 "harness": time.process_time(),
             }
             started = time.monotonic()
@@ -373,20 +284,30 @@ async def run_mode(
                 await _submit(
                     url,
                     token,
-                    (_job(index, run_for, job_cpu) for index in range(jobs)),
+                    (
+                        bench_job(
+                            index,
+                            run_for,
+                            job_cpu,
+                            namespace="default",
+                            queue="user-queue",
+                            spec={},
+                        )
+                        for index in range(jobs)
+                    ),
                     lambda: progress.advance(submitted),
                     submit_rate,
                 )
-                await _wait(settled, within)
+                await wait_until(settled, within)
             wall = time.monotonic() - started
             backends = await db.fetch(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
             )
             cpu = {
                 # Backends of this run's database (the pool's are opened during the run).
-                "postgres": sum(_cpu_seconds(int(b["pid"])) for b in backends),
-                "manager": sum(_cpu_seconds(m.pid) for m in managers) - cpu_before["manager"],
-                "agents": sum(_cpu_seconds(a.pid) for a in agents) - cpu_before["agents"],
+                "postgres": sum(cpu_seconds(int(b["pid"])) for b in backends),
+                "manager": sum(cpu_seconds(m.pid) for m in managers) - cpu_before["manager"],
+                "agents": sum(cpu_seconds(a.pid) for a in agents) - cpu_before["agents"],
                 # The 4 kubesim API servers with their controllers, and the submitting client.
                 "harness": time.process_time() - cpu_before["harness"],
             }

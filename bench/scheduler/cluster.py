@@ -43,6 +43,7 @@ from typing import Any
 
 import aiohttp
 
+from bench.process_stats import peak_rss_kib
 from bench.scheduler.metrics import NS_PER_MS, CQEvent, Recorder, WLEvent
 from bench.scheduler.scenario import (
     CLASS_LABEL,
@@ -153,17 +154,6 @@ async def real_api_server(scenario: Scenario) -> AsyncIterator[ApiServer]:
             await asyncio.to_thread(stop_clusters, directory)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-
-
-def _peak_rss_kib(pid: int) -> int | None:
-    """A running process's peak resident set (VmHWM), in KiB; None where /proc cannot tell."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def _condition(obj: Obj, kind: str) -> Obj | None:
@@ -387,7 +377,7 @@ class ClusterRun:
                         self.stats.error = str(error)
                 finally:
                     self.stats.wall_ms = self._now_ns() // NS_PER_MS
-                    peak_kib = _peak_rss_kib(agent.pid)
+                    peak_kib = peak_rss_kib(agent.pid)
                     await self._stop_agent(agent)
                     for task in self._tasks:
                         task.cancel()

@@ -16,7 +16,9 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
+
+_F = TypeVar("_F")  # one side's figures of one run
 
 # The issue's targets for the scheduler, as ratios mkq / Kueue: (metric, bound, "max"|"min").
 TARGETS = {
@@ -133,10 +135,53 @@ class Row:
         bound, sense = self.target
         return self.ratio <= bound if sense == "max" else self.ratio >= bound
 
+    def as_json(self, peer: str = "kueue") -> dict[str, Any]:
+        """The row as compare.json has it; `peer` names the other side's figure."""
+        target = self.target
+        return {
+            "metric": self.metric,
+            "label": self.label,
+            "mkq": self.mkq,
+            peer: self.kueue,
+            "ratio": self.ratio,
+            "target": None if target is None else {"bound": target[0], "sense": target[1]},
+            "met": self.met,
+        }
+
 
 def _median(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
+
+
+def paired_row(
+    metric: str,
+    label: str,
+    runs: Sequence[tuple[_F, _F]],
+    pick: Callable[[_F], float | None],
+    target: tuple[float, str] | None,
+) -> Row:
+    """One metric over paired runs (mkq, Kueue): each side's median and the median of the
+    pairs' ratios, so drift on a shared machine cancels."""
+    ours = [pick(mkq) for mkq, _ in runs]
+    theirs = [pick(kueue) for _, kueue in runs]
+    ratios = [_ratio(a, b) for a, b in zip(ours, theirs, strict=True)]
+    return Row(metric, label, _median(ours), _median(theirs), _median(ratios), target)
+
+
+def rows_markdown(title: str, pairs: int, rows: Sequence[Row]) -> str:
+    """The comparison's table: a line per row, each side's figure, the ratio, the target."""
+    lines = [
+        f"| {title} ({pairs} pair{'s' if pairs != 1 else ''}) "
+        "| mkq | Kueue | mkq / Kueue | target |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row.label} | {_number(row.mkq)} | {_number(row.kueue)} | "
+            f"{_times(row.ratio)} | {_target(row)} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 @dataclass(frozen=True)
@@ -153,12 +198,7 @@ class Comparison:
         object.__setattr__(self, "rows", self._rows())
 
     def _row(self, metric: str, label: str, pick: Any) -> Row:
-        ours = [pick(mkq) for mkq, _ in self.runs]
-        theirs = [pick(kueue) for _, kueue in self.runs]
-        ratios = [_ratio(a, b) for a, b in zip(ours, theirs, strict=True)]
-        return Row(
-            metric, label, _median(ours), _median(theirs), _median(ratios), TARGETS.get(metric)
-        )
+        return paired_row(metric, label, self.runs, pick, TARGETS.get(metric))
 
     def _rows(self) -> list[Row]:
         first_mkq, first_kueue = self.runs[0]
@@ -185,35 +225,12 @@ class Comparison:
         return {
             "scenario": self.scenario,
             "repeats": len(self.runs),
-            "rows": [
-                {
-                    "metric": row.metric,
-                    "label": row.label,
-                    "mkq": row.mkq,
-                    "kueue": row.kueue,
-                    "ratio": row.ratio,
-                    "target": None
-                    if row.target is None
-                    else {"bound": row.target[0], "sense": row.target[1]},
-                    "met": row.met,
-                }
-                for row in self.rows
-            ],
+            "rows": [row.as_json() for row in self.rows],
             "runs": [{"mkq": mkq.as_json(), "kueue": kueue.as_json()} for mkq, kueue in self.runs],
         }
 
     def markdown(self) -> str:
-        lines = [
-            f"| {self.scenario} ({len(self.runs)} pair{'s' if len(self.runs) != 1 else ''}) "
-            "| mkq | Kueue | mkq / Kueue | target |",
-            "|---|---:|---:|---:|---|",
-        ]
-        for row in self.rows:
-            lines.append(
-                f"| {row.label} | {_number(row.mkq)} | {_number(row.kueue)} | "
-                f"{_times(row.ratio)} | {_target(row)} |"
-            )
-        return "\n".join(lines) + "\n"
+        return rows_markdown(self.scenario, len(self.runs), self.rows)
 
 
 def _number(value: float | None) -> str:

@@ -574,7 +574,47 @@ class Dispatcher:
                         message="cancelled by request",
                         workload_id=fresh.id,
                     )
+        elif not await self._keep_final_status(row):
+            return  # cleanup stays pending: the resync brings it back
         await self._remove_remote(row, now)
+
+    async def _keep_final_status(self, row: WorkloadRecord) -> bool:
+        """Record the winner's Job's final status before its copies go, when the workload
+        ended without it: its agent's report finished it (a report carries no Job status), or
+        its copy's end came before the watch showed the Job's. The manager cluster's Job gets
+        its status from this record; Kueue's MultiKueue likewise copies the remote Job's status
+        (reading it from the worker) before it finishes the local Workload, and tries again
+        when it cannot (SyncJob in pkg/controller/admissionchecks/multikueue/workload.go).
+
+        False while the winner's worker cannot be asked (not connected) and has not been away
+        for the worker-lost timeout since the end: its copies stay until then. Unreachable
+        propagates from a read that fails: the reconcile is retried."""
+        if row.cluster is None or row.job_created_at is None or row.state == states.CANCELLED:
+            return True
+        jobs = self._job_caches[row.kind]
+        kind = self._kinds_by_cache[jobs]
+        if row.remote_status is not None and kind.finished({"status": row.remote_status}):
+            return True
+        conn = self.connections.get(row.cluster)
+        if conn is None:
+            return True  # the cluster was removed: nothing to read, nothing to remove there
+        if not conn.ready:
+            ended = row.finished_at or self._clock.now()
+            return self._clock.now() - ended >= self.settings.worker_lost_timeout
+        key = (row.namespace, row.name)
+        job_obj = conn.caches[jobs].get(key) or conn.tombstones[jobs].get(key)
+        if job_obj is None or not job_state(kind, job_obj).finished:
+            job_obj = await conn.read_job(row.namespace, row.name, jobs)
+        status = (job_obj or {}).get("status")
+        if not status or status == row.remote_status:
+            return True  # the Job is gone (deleted with its TTL): its status with it
+        change = workload_queries.workload_change(
+            row.id, {"remote_status": status}, now=self._clock.now()
+        )
+        if await self.writer.write(change) is not None:
+            row.remote_status = status
+            self._changed()
+        return True
 
     async def _remove_remote(
         self, row: WorkloadRecord, now: datetime, *, attempts_ended: bool = False

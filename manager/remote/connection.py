@@ -561,6 +561,16 @@ class ClusterConnection:
             if error.status != 404:
                 raise
 
+    async def read_job(self, namespace: str, name: str, kind: str = JOBS) -> dict[str, Any] | None:
+        """The copy of a job in the cache `kind` (job_caches), read from the API server rather
+        than the cache; None when it does not exist. Unreachable when the worker cannot tell."""
+        resource = self.kinds_by_cache[kind].resource
+        call = client.CustomObjectsApi(self._connected()).get_namespaced_custom_object(
+            resource.group, resource.version, namespace, resource.plural, name
+        )
+        found: dict[str, Any] | None = await self._read(call, missing_is_none=True)
+        return found
+
     @property
     def api_client(self) -> client.ApiClient | None:
         """The connection's client, for callers that write other objects (None when down)."""

@@ -508,6 +508,7 @@ class ManagerClusterSource:
                 ).scalars()
             )
         known = {(r.namespace, r.name): r for r in rows if r.source == SOURCE}
+        mirrored: list[tuple[dict[str, Any], WorkloadRow]] = []
         for key, job in present.items():
             row = known.get(key)
             if row is None or row.uid != job["metadata"].get("uid"):
@@ -515,13 +516,17 @@ class ManagerClusterSource:
                     await self._admit_job(job)
                 continue
             if row.state not in states.FINAL_STATES or row.remote_status:
-                await self._sync_status(job, row)
+                mirrored.append((job, row))
+        # The check's state before the jobs' status: a job that ran shows Admitted on its
+        # Workload before its mirrored end finishes it, as under Kueue's MultiKueue.
         for row in rows:
             if row.quota_reserved is None:
                 continue  # dispatched without a manager-cluster queue (REST into a worker's)
             check = topology.queue_to_check.get((row.namespace, row.queue))
             job = present.get((row.namespace, row.name)) if row.source == SOURCE else None
             await self._sync_workload(row, check, job)
+        for job, row in mirrored:
+            await self._sync_status(job, row)
         for key, row in known.items():
             gone = key not in present or present[key]["metadata"].get("uid") != row.uid
             if gone and row.state not in states.FINAL_STATES and not row.cancel_requested:

@@ -189,11 +189,21 @@ def decide(
 
     `external`: an External dispatcher chooses the workers and writes
     `status.nominatedClusterNames` itself (`external_nominations` reads them)."""
-    if record.state in states.FINAL_STATES:
-        return Decision(False, None, _finished(record, workload, at))
     ours = check_entry(workload, check)
     state = str((ours or {}).get("state") or PENDING)
     current_cluster = _status(workload).get("clusterName")
+    if record.state in states.FINAL_STATES:
+        finished = _finished(record, workload, at)
+        ran = record.cluster is not None and record.state != states.CANCELLED
+        if not ran or not holds_reservation(workload):
+            return Decision(False, None, finished)
+        if state == READY and current_cluster == record.cluster:
+            return Decision(False, None, finished)
+        # It ran and ended before this check was written Ready (a short job, a busy
+        # manager): the worker did admit it, so the check says so first, as Kueue's
+        # MultiKueue wrote it when the remote was admitted, and Kueue there shows it Admitted.
+        ready = _ready(workload, check, str(record.cluster), at)
+        return Decision(False, None, {**ready, **(finished or {})})
     managed, why_not = owner_managed
     if not managed:
         if state == REJECTED:
@@ -209,16 +219,7 @@ def decide(
     if record.cluster is not None:
         if state == READY and current_cluster == record.cluster:
             return Decision(True, None, None)
-        message = f'The workload was admitted on "{record.cluster}"'
-        return Decision(
-            True,
-            None,
-            {
-                "admissionChecks": _with_check(workload, check, READY, message, at),
-                "clusterName": record.cluster,
-                "nominatedClusterNames": None,
-            },
-        )
+        return Decision(True, None, _ready(workload, check, record.cluster, at))
     if state == READY or current_cluster is not None:
         # It had a winner that evicted it or was lost: the reservation starts over.
         where = current_cluster or "unknown"
@@ -234,6 +235,16 @@ def decide(
     if _status(workload).get("nominatedClusterNames") != nominated:
         return Decision(True, None, {"nominatedClusterNames": nominated})
     return Decision(True, None, None)
+
+
+def _ready(workload: Mapping[str, Any], check: str, cluster: str, at: str) -> dict[str, Any]:
+    """The check Ready for the worker that admitted it, as Kueue's MultiKueue writes it."""
+    message = f'The workload was admitted on "{cluster}"'
+    return {
+        "admissionChecks": _with_check(workload, check, READY, message, at),
+        "clusterName": cluster,
+        "nominatedClusterNames": None,
+    }
 
 
 def external_nominations(workload: Mapping[str, Any]) -> list[str] | None:

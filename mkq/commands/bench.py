@@ -227,6 +227,12 @@ def scheduler(
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--glob", "pattern", default="*.yaml", show_default=True, help="Which scenarios.")
 @click.option(
+    "--dispatcher",
+    type=click.Choice(["AllAtOnce", "Incremental", "BestFit"]),
+    help="With --dispatch: mkq's dispatcher (default: the manager's own, AllAtOnce, which is "
+    "also MultiKueue's default).",
+)
+@click.option(
     "--keep", type=click.Path(path_type=Path, file_okay=False), help="Keep Kueue's files."
 )
 def agree(directory: Path, pattern: str, keep: Path | None) -> None:
@@ -268,11 +274,50 @@ def agree(directory: Path, pattern: str, keep: Path | None) -> None:
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="A generator file of Kueue's format instead of a named scenario.",
 )
+@click.option(
+    "--dispatch",
+    is_flag=True,
+    help="Dispatch instead: Kueue's MultiKueue against mkq's manager and agents on four control "
+    "planes (a manager cluster, three workers), the same Jobs at the same client rate.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(1, 100_000),
+    default=1000,
+    show_default=True,
+    help="With --dispatch: Jobs posted to the manager cluster.",
+)
+@click.option(
+    "--qps",
+    type=click.FloatRange(0.1, 10_000, min_open=False),
+    default=100.0,
+    show_default=True,
+    help="With --dispatch: the client's rate of Job creations.",
+)
+@click.option(
+    "--worker-qps",
+    type=click.FloatRange(0.1, 100_000),
+    help="With --dispatch: mkq's manager's requests per second to each worker (bursts of "
+    "twice that; default: the manager's own). 5 is MultiKueue's: client-go's default, which "
+    "Kueue does not change for its worker clients.",
+)
+@click.option(
+    "--keep",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="With --dispatch: keep every run's logs (control planes, Kueue, mkq) here.",
+)
+@click.option(
+    "--database-url",
+    envvar="MKQ_TEST_DATABASE_URL",
+    default="postgresql+asyncpg://postgres@127.0.0.1:5432/test",
+    show_default=True,
+    help="With --dispatch: the Postgres server where mkq's manager gets a fresh database.",
+)
 @click.option("--repeat", type=click.IntRange(1, 50), default=1, show_default=True)
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Output directory (default ./bench-out/compare-<scenario>).",
+    help="Output directory (default ./bench-out/compare-<scenario>, or compare-dispatch).",
 )
 @click.option(
     "--time-limit",
@@ -285,6 +330,13 @@ def agree(directory: Path, pattern: str, keep: Path | None) -> None:
 def compare_command(
     scenario: str | None,
     generator: Path | None,
+    dispatch: bool,
+    jobs: int,
+    qps: float,
+    worker_qps: float | None,
+    dispatcher: str | None,
+    keep: Path | None,
+    database_url: str,
     repeat: int,
     out: Path | None,
     time_limit: float,
@@ -296,7 +348,26 @@ def compare_command(
     Prints one table (each figure as mkq / Kueue, the median over --repeat pairs, run
     alternately) and writes compare.json, compare.md and compare.png. Exit 0 when every run
     completed, 1 when one did not, 2 on bad input.
+
+    With --dispatch: Kueue's MultiKueue and mkq's manager, each on four fresh control planes,
+    the same Jobs posted to the manager cluster (bench/dispatch/side_by_side.py).
     """
+    if dispatch:
+        if scenario is not None or generator is not None:
+            raise click.UsageError("--dispatch takes no --scenario or --generator")
+        _compare_dispatch(
+            jobs=jobs,
+            qps=qps,
+            worker_qps=worker_qps,
+            dispatcher=dispatcher,
+            keep=keep,
+            database_url=database_url,
+            repeat=repeat,
+            out=out,
+            time_limit=time_limit,
+            no_progress=no_progress,
+        )
+        return
     from bench.peers.kueue.perf import KueueRunError, scenario_generator
     from bench.scheduler.cluster import ClusterRunError
     from bench.scheduler.generator import load_generator
@@ -338,11 +409,67 @@ def compare_command(
     except (KueueRunError, ClusterRunError, ClusterStartError, BuildError, RuntimeError) as error:
         click.echo(f"mkq bench compare: a run did not complete: {error}", err=True)
         sys.exit(1)
-    table = Table(title=f"{name}: mkq beside Kueue ({repeat} pair{'s' if repeat > 1 else ''})")
-    for column in ("", "mkq", "Kueue", "mkq / Kueue", "target"):
+    _print_comparison(f"{name}: mkq beside Kueue", "Kueue", repeat, comparison.markdown())
+    files = document["files"]
+    click.echo(f"wrote {files['json']}, {files['table']}, {files['plot']}", err=True)
+
+
+def _print_comparison(title: str, peer: str, repeat: int, markdown: str) -> None:
+    """A comparison's Markdown table (compare.md) as a rich table."""
+    table = Table(title=f"{title} ({repeat} pair{'s' if repeat > 1 else ''})")
+    for column in ("", "mkq", peer, f"mkq / {peer}", "target"):
         table.add_column(column, justify="left" if column in ("", "target") else "right")
-    for line in comparison.markdown().splitlines()[2:]:
+    for line in markdown.splitlines()[2:]:
         table.add_row(*[cell.strip() for cell in line.strip("|").split("|")])
     Console().print(table)
+
+
+def _compare_dispatch(
+    *,
+    jobs: int,
+    qps: float,
+    worker_qps: float | None,
+    dispatcher: str | None,
+    keep: Path | None,
+    database_url: str,
+    repeat: int,
+    out: Path | None,
+    time_limit: float,
+    no_progress: bool,
+) -> None:
+    from bench.dispatch import side_by_side
+    from bench.dispatch.side_by_side import DispatchRequest
+    from mkq.realk8s.binaries import BuildError
+    from mkq.realk8s.clusters import ClusterStartError
+
+    words = ["mkq", "bench", "compare", "--dispatch", "--jobs", str(jobs), "--qps", f"{qps:g}"]
+    if worker_qps is not None:
+        words += ["--worker-qps", f"{worker_qps:g}"]
+    if dispatcher is not None:
+        words += ["--dispatcher", dispatcher]
+    words += ["--repeat", str(repeat)]
+    request = DispatchRequest(
+        jobs=jobs,
+        qps=qps,
+        repeat=repeat,
+        out=out or Path("bench-out") / "compare-dispatch",
+        time_limit_s=time_limit,
+        database_url=database_url,
+        command=shlex.join(words),
+        worker_qps=worker_qps,
+        dispatcher=dispatcher,
+        keep=keep,
+    )
+    err = Console(stderr=True)
+    side_by_side.console.quiet = no_progress
+    try:
+        comparison, document = side_by_side.compare(
+            request, lambda line: err.print(f"[bold]{line}[/bold]")
+        )
+    except (ClusterStartError, BuildError, RuntimeError, TimeoutError, OSError) as error:
+        click.echo(f"mkq bench compare --dispatch: a run did not complete: {error}", err=True)
+        sys.exit(1)
+    title = f"dispatch, {jobs} Jobs: mkq beside MultiKueue"
+    _print_comparison(title, "MultiKueue", repeat, comparison.markdown())
     files = document["files"]
     click.echo(f"wrote {files['json']}, {files['table']}, {files['plot']}", err=True)

@@ -235,6 +235,70 @@ async def test_an_agent_report_can_elect_the_winner_before_the_watch(
         assert body["message"] == "exit code 1"
 
 
+async def test_a_finish_reported_before_the_watch_showed_the_jobs_end_keeps_its_status(
+    settings: ManagerSettings,
+) -> None:
+    """The agent's report finishes a workload while the manager's watch has not yet shown the
+    worker Job's end (a loaded manager): the final status is read from the worker before the
+    copies go, so the manager cluster's Job can be given it."""
+    async with workers("w1") as pairs, serve_manager(settings) as manager:
+        ((cluster, double),) = pairs
+        token = await manager.register(cluster.name, cluster.kubeconfig)
+        await wait_connected(manager, "w1")
+        wl_name = (await submit(manager, "lagging"))["workloadName"]
+
+        async def copied() -> bool:
+            return wl_name in await copies(double)
+
+        await eventually(copied)
+        await admit_and_await_job(double, wl_name, "lagging")
+        # From here on the manager's watch shows nothing more of that Job.
+        connection = manager.runtime.dispatcher.connections["w1"]
+        apply = connection._apply
+
+        def lagging(kind: str, event: dict[str, Any]) -> str | None:
+            name = ((event.get("object") or {}).get("metadata") or {}).get("name")
+            if kind == "jobs" and name == "lagging":
+                return None
+            return apply(kind, event)
+
+        connection._apply = lagging  # type: ignore[method-assign]
+        await double.complete_job("default", "lagging")
+        finish = {
+            "reportId": "w1-1",
+            "admissions": [],
+            "evictions": [],
+            "finishes": [
+                {
+                    "namespace": "default",
+                    "name": wl_name,
+                    "uid": "",
+                    "state": "Succeeded",
+                    "finishedAt": "2026-01-01T00:01:00Z",
+                    "message": "",
+                }
+            ],
+        }
+        response = await manager.client.post(
+            "/api/v1/clusters/w1/reports",
+            json=finish,
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert response.json() == {"accepted": True, "duplicate": False}
+
+        async def cleaned() -> dict[str, Any] | None:
+            # The Job goes after the status is kept: it is looked at first.
+            if "lagging" in await job_names(double):
+                return None
+            body = await manager.workload("default", "lagging")
+            return body if body["state"] == "Succeeded" else None
+
+        body = await eventually(cleaned)
+        assert body["status"]["succeeded"] == 1
+        complete = [c for c in body["status"]["conditions"] if c["type"] == "Complete"]
+        assert complete and complete[0]["status"] == "True"
+
+
 async def test_cancelling_removes_every_copy(settings: ManagerSettings) -> None:
     async with workers("w1", "w2") as pairs, serve_manager(settings) as manager:
         wl_name = await two_workers_and_a_dispatched_job(manager, pairs, "cancel-me")

@@ -134,6 +134,31 @@ def test_a_rest_submissions_workload_is_finished_by_the_manager() -> None:
     assert decide(Record("Succeeded", "w1", [], None), workload, CHECK, AT).status is None
 
 
+def test_a_job_that_ended_before_its_check_was_ready_shows_it_ready_first() -> None:
+    """A short job in a busy manager: its worker admitted and finished it before the check was
+    written Ready. The check still says where it was admitted, so Kueue on the manager cluster
+    shows it Admitted before the Job's mirrored end finishes it."""
+    pending = _workload(RESERVED, nominatedClusterNames=["w1", "w2"])
+    decision = decide(Record("Succeeded", "w2", [], None), pending, CHECK, AT)
+    assert not decision.reserved
+    assert decision.status is not None
+    assert decision.status["clusterName"] == "w2"
+    assert decision.status["nominatedClusterNames"] is None
+    (entry,) = decision.status["admissionChecks"]
+    assert entry["state"] == "Ready"
+    assert "conditions" not in decision.status  # Kueue there finishes a job's Workload
+    # A REST submission's Workload gets its Finished condition in the same write.
+    standalone = Record("Succeeded", "w2", [], None, standalone=True)
+    written = decide(standalone, pending, CHECK, AT).status
+    assert written is not None and written["admissionChecks"][0]["state"] == "Ready"
+    assert [c["type"] for c in written["conditions"]][-1] == "Finished"
+    # Nothing when it never ran, or its Workload is already finished.
+    assert decide(Record("Cancelled", "w2", [], None), pending, CHECK, AT).status is None
+    assert decide(Record("Failed", None, [], None), pending, CHECK, AT).status is None
+    done = _workload(RESERVED, ("Finished", "True", "done"))
+    assert decide(Record("Succeeded", "w2", [], None), done, CHECK, AT).status is None
+
+
 def test_a_standalone_workload_has_no_owner_nor_origin_label() -> None:
     manifest = {
         "apiVersion": "batch/v1",
