@@ -227,12 +227,6 @@ def scheduler(
 @click.argument("directory", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--glob", "pattern", default="*.yaml", show_default=True, help="Which scenarios.")
 @click.option(
-    "--dispatcher",
-    type=click.Choice(["AllAtOnce", "Incremental", "BestFit"]),
-    help="With --dispatch: mkq's dispatcher (default: the manager's own, AllAtOnce, which is "
-    "also MultiKueue's default).",
-)
-@click.option(
     "--keep", type=click.Path(path_type=Path, file_okay=False), help="Keep Kueue's files."
 )
 def agree(directory: Path, pattern: str, keep: Path | None) -> None:
@@ -300,6 +294,12 @@ def agree(directory: Path, pattern: str, keep: Path | None) -> None:
     help="With --dispatch: mkq's manager's requests per second to each worker (bursts of "
     "twice that; default: the manager's own). 5 is MultiKueue's: client-go's default, which "
     "Kueue does not change for its worker clients.",
+)
+@click.option(
+    "--dispatcher",
+    type=click.Choice(["AllAtOnce", "Incremental", "BestFit"]),
+    help="With --dispatch: mkq's dispatcher (default: the manager's own, AllAtOnce, which is "
+    "also MultiKueue's default).",
 )
 @click.option(
     "--keep",
