@@ -427,6 +427,7 @@ RBAC_TABLE: dict[str, list[Check]] = {
     "mkq-manager-access": [
         ("create", "jobs.batch", "team-a", True),
         ("delete", "jobs.batch", "team-a", True),
+        ("get", "jobs.batch", "team-a", True),
         ("watch", "jobs.batch", None, True),
         ("create", "workloads.kueue.x-k8s.io", "team-a", True),
         ("delete", "workloads.kueue.x-k8s.io", "team-a", True),
