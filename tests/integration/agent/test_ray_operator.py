@@ -170,11 +170,20 @@ async def _job_runs_once_admitted(client: KubeClient, job: Obj) -> None:
         return None
 
     made = await eventually(cluster_name, within=120, what=f"RayJob {name}'s RayCluster")
+
+    async def running() -> tuple[str, Any] | None:
+        """The cluster the RayJob names now, once its head and worker run. Read again each
+        time: just after the resume the status may still say Initializing with the name of
+        the cluster made while it was suspended (seen under load in CI)."""
+        current = await cluster_name()
+        if current is None:
+            return None
+        pods = await _running_pods(client, namespace, RAY_CLUSTER.pod_selector(current), 2)
+        return (current, pods) if pods is not None else None
+
     try:
-        pods = await eventually(
-            lambda: _running_pods(client, namespace, RAY_CLUSTER.pod_selector(made), 2),
-            within=180,
-            what=f"RayJob {name}'s head and worker running",
+        made, pods = await eventually(
+            running, within=180, what=f"RayJob {name}'s head and worker running"
         )
     except AssertionError as error:
         raise AssertionError(f"{error}\n{await _state_of(client, namespace, name, made)}") from None
