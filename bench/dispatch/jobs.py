@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+from kueue_api.jobs.base import QUEUE_NAME_LABEL
 
 
 def bench_job(

@@ -61,9 +61,10 @@ from bench.dispatch.compare import (
 from bench.dispatch.jobs import bench_job
 from bench.dispatch.processes import bench_database, logged_process, wait_until
 from bench.dispatch.report import write_plot
-from bench.peers.kueue.multikueue import MULTIKUEUE_CONTROLLER, kubeconfig_secret
+from bench.peers.kueue.multikueue import kubeconfig_secret
 from bench.process_stats import cpu_seconds, peak_rss_kib
 from kubesim.ports import free_port
+from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER
 from manager.settings import MANAGER_NAMESPACE
 from mkq.realk8s.clusters import RealCluster, clusters_running, kubectl
 from worker_agent.kube_client import ApiError, KubeClient

@@ -26,8 +26,6 @@ import yaml
 from bench.peers.kueue.peer import NAMESPACE, install_kueue_crds, kueue_manager
 from mkq.realk8s.clusters import RealCluster, kubectl
 
-MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
-
 
 def kubeconfig_secret(worker: RealCluster, namespace: str = NAMESPACE) -> dict[str, object]:
     """The Secret a MultiKueueCluster named for `worker` reads (`<worker>-kubeconfig`)."""
