@@ -588,7 +588,8 @@ class Dispatcher:
 
         False while the winner's worker cannot be asked (not connected) and has not been away
         for the worker-lost timeout since the end: its copies stay until then. Unreachable
-        propagates from a read that fails: the reconcile is retried."""
+        propagates from a read that fails: the reconcile is retried; but a worker that refuses
+        the read (401, 403) would refuse it forever, so the copies go without the status."""
         if row.cluster is None or row.job_created_at is None or row.state == states.CANCELLED:
             return True
         jobs = self._job_caches[row.kind]
@@ -604,7 +605,20 @@ class Dispatcher:
         key = (row.namespace, row.name)
         job_obj = conn.caches[jobs].get(key) or conn.tombstones[jobs].get(key)
         if job_obj is None or not job_state(kind, job_obj).finished:
-            job_obj = await conn.read_job(row.namespace, row.name, jobs)
+            try:
+                job_obj = await conn.read_job(row.namespace, row.name, jobs)
+            except Unreachable as error:
+                if not error.refused:
+                    raise
+                log.warning(
+                    "workload %s/%s: its Job's final status in %s is not kept: %s (the "
+                    "manager's identity there may get jobs: deploy/base/manager-access)",
+                    row.namespace,
+                    row.name,
+                    row.cluster,
+                    error.message,
+                )
+                return True
         status = (job_obj or {}).get("status")
         if not status or status == row.remote_status:
             return True  # the Job is gone (deleted with its TTL): its status with it

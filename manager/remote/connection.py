@@ -126,6 +126,16 @@ class Unreachable(Exception):
         self.reason = reason
         self.message = message
 
+    @property
+    def refused(self) -> bool:
+        """The worker answered and will not let us (401, 403): asking again will not help
+        until someone mends the manager's identity there."""
+        return self.reason in _REFUSALS.values()
+
+
+# A read the worker refuses, by HTTP status.
+_REFUSALS = {401: "Unauthorized", 403: "Forbidden"}
+
 
 class _Gone(Exception):
     """The watch's resourceVersion is too old (410): relist."""
@@ -653,8 +663,9 @@ class ClusterConnection:
             if error.status == 404 and missing_is_none:
                 return None
             # Forbidden, throttled, failing: this worker cannot tell; the caller asks another.
+            reason = _REFUSALS.get(error.status, "ApiError")
             raise Unreachable(
-                "ApiError", f"cluster {self.name} answered {error.status}: {status_message(error)}"
+                reason, f"cluster {self.name} answered {error.status}: {status_message(error)}"
             ) from error
         except (aiohttp.ClientError, AssertionError, TimeoutError, OSError) as error:
             # aiohttp asserts on a session whose connector a reconnect has just closed.

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from kubernetes_asyncio import client
 
 from kueue_api.jobs import BATCH_JOB
 from manager.db import workloads as workload_queries
 from manager.jobs import workload_copy, workload_name
-from manager.remote.connection import WORKLOADS, ClusterConnection
+from manager.remote.connection import WORKLOADS, ClusterConnection, Unreachable
 from manager.settings import ManagerSettings
 from tests.integration.manager.harness import RunningManager, eventually, serve_manager
 from tests.integration.manager.kube import workers
@@ -235,12 +236,15 @@ async def test_an_agent_report_can_elect_the_winner_before_the_watch(
         assert body["message"] == "exit code 1"
 
 
+@pytest.mark.parametrize("refused", [False, True], ids=["read", "read-refused"])
 async def test_a_finish_reported_before_the_watch_showed_the_jobs_end_keeps_its_status(
-    settings: ManagerSettings,
+    settings: ManagerSettings, refused: bool
 ) -> None:
     """The agent's report finishes a workload while the manager's watch has not yet shown the
     worker Job's end (a loaded manager): the final status is read from the worker before the
-    copies go, so the manager cluster's Job can be given it."""
+    copies go, so the manager cluster's Job can be given it. A worker that refuses the read
+    (403: the manager's identity there may not get jobs) would refuse it forever: the copies
+    then go without the status, rather than never."""
     async with workers("w1") as pairs, serve_manager(settings) as manager:
         ((cluster, double),) = pairs
         token = await manager.register(cluster.name, cluster.kubeconfig)
@@ -263,6 +267,12 @@ async def test_a_finish_reported_before_the_watch_showed_the_jobs_end_keeps_its_
             return apply(kind, event)
 
         connection._apply = lagging  # type: ignore[method-assign]
+        if refused:
+
+            async def forbidden(*_: Any) -> dict[str, Any] | None:
+                raise Unreachable("Forbidden", "cluster w1 answered 403: jobs is forbidden")
+
+            connection.read_job = forbidden  # type: ignore[method-assign]
         await double.complete_job("default", "lagging")
         finish = {
             "reportId": "w1-1",
@@ -294,6 +304,9 @@ async def test_a_finish_reported_before_the_watch_showed_the_jobs_end_keeps_its_
             return body if body["state"] == "Succeeded" else None
 
         body = await eventually(cleaned)
+        if refused:
+            assert "succeeded" not in (body.get("status") or {})
+            return
         assert body["status"]["succeeded"] == 1
         complete = [c for c in body["status"]["conditions"] if c["type"] == "Complete"]
         assert complete and complete[0]["status"] == "True"
