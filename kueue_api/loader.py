@@ -28,7 +28,8 @@ from kueue_api.documents import DocumentError, load_yaml_all
 from kueue_api.errors import FieldError, ValidationFailure, format_path, from_pydantic
 from kueue_api.models.apps import Deployment, StatefulSet
 from kueue_api.models.kubeflow import KUBEFLOW_MODELS
-from kueue_api.models.ray import RayCluster, RayJob
+from kueue_api.models.leaderworkerset import LeaderWorkerSet
+from kueue_api.models.ray import RayCluster, RayJob, RayService
 from kueue_api.validation import validate_object
 
 __all__ = [
@@ -76,8 +77,10 @@ KINDS: dict[tuple[str, str], type[BaseModel]] = {
     },
     ("ray.io/v1", "RayJob"): RayJob,
     ("ray.io/v1", "RayCluster"): RayCluster,
+    ("ray.io/v1", "RayService"): RayService,
     ("apps/v1", "Deployment"): Deployment,
     ("apps/v1", "StatefulSet"): StatefulSet,
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): LeaderWorkerSet,
     ("resource.k8s.io/v1", "DeviceClass"): models.DeviceClass,
     ("resource.k8s.io/v1", "ResourceClaim"): models.ResourceClaim,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): models.ResourceClaimTemplate,

@@ -20,9 +20,10 @@ from kueue_api.jobs.declarative import DeclarativeKind, spec_problems
 from kueue_api.jobs.deployment import Deployment
 from kueue_api.jobs.jobset import JobSet
 from kueue_api.jobs.kubeflow import KUBEFLOW_JOBS, KubeflowJob
+from kueue_api.jobs.leaderworkerset import LeaderWorkerSet
 from kueue_api.jobs.mpijob import MPI_JOB
 from kueue_api.jobs.pod_parent import PodGroupParentKind, PodParentKind
-from kueue_api.jobs.ray import RAY_CLUSTER, RAY_JOB
+from kueue_api.jobs.ray import RAY_CLUSTER, RAY_JOB, RAY_SERVICE
 from kueue_api.jobs.statefulset import StatefulSet
 from kueue_api.models.config import Configuration, DeclarativeKindSpec
 
@@ -32,11 +33,13 @@ __all__ = [
     "DEPLOYMENT",
     "JOBSET",
     "KINDS",
+    "LEADER_WORKER_SET",
     "MPI_JOB",
     "POD_GROUP_PARENTS",
     "POD_PARENT_KINDS",
     "RAY_CLUSTER",
     "RAY_JOB",
+    "RAY_SERVICE",
     "STATEFULSET",
     "BatchJob",
     "DeclarativeKind",
@@ -60,15 +63,24 @@ BATCH_JOB = BatchJob()
 JOBSET = JobSet()
 # The kinds with a suspend field that Kueue's job reconciler runs (plain pods, which have
 # none, are kueue_api.jobs.pod and a controller of their own).
-KINDS: tuple[JobKind, ...] = (BATCH_JOB, JOBSET, *KUBEFLOW_JOBS, MPI_JOB, RAY_JOB, RAY_CLUSTER)
+KINDS: tuple[JobKind, ...] = (
+    BATCH_JOB,
+    JOBSET,
+    *KUBEFLOW_JOBS,
+    MPI_JOB,
+    RAY_JOB,
+    RAY_CLUSTER,
+    RAY_SERVICE,
+)
 DEPLOYMENT = Deployment()
 STATEFULSET = StatefulSet()
+LEADER_WORKER_SET = LeaderWorkerSet()
 # Kinds without a suspend field whose pods Kueue queues for them (kueue_api.jobs.pod_parent):
-# they have webhooks, and the StatefulSet a reconciler, but no JobKind.
-POD_PARENT_KINDS: tuple[PodParentKind, ...] = (DEPLOYMENT, STATEFULSET)
-# Those whose pods are one group, with a Workload their reconciler builds (the agent's
+# they have webhooks, and all but the Deployment a reconciler, but no JobKind.
+POD_PARENT_KINDS: tuple[PodParentKind, ...] = (DEPLOYMENT, STATEFULSET, LEADER_WORKER_SET)
+# Those whose pods are pod groups, with Workloads their reconciler builds (the agent's
 # worker_agent.controllers.pod_parents).
-POD_GROUP_PARENTS: tuple[PodGroupParentKind, ...] = (STATEFULSET,)
+POD_GROUP_PARENTS: tuple[PodGroupParentKind, ...] = (STATEFULSET, LEADER_WORKER_SET)
 _PARENTS_BY_KIND = {kind.resource.kind: kind for kind in POD_PARENT_KINDS}
 
 

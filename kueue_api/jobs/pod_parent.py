@@ -30,6 +30,12 @@ JsonObject = dict[str, Any]
 
 # podconstants.SuspendedByParentAnnotation: the framework whose webhook marked the template.
 SUSPENDED_BY_PARENT_ANNOTATION = "kueue.x-k8s.io/pod-suspending-parent"
+MULTIKUEUE_ORIGIN_UID_ANNOTATION = "kueue.x-k8s.io/multikueue-origin-uid"
+# What a pod group's Workload built by its parent's reconciler is annotated with
+# (podconstants.IsGroupWorkloadAnnotationKey and constants.JobOwner*Annotation).
+JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
+JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
+GROUP_WORKLOAD_ANNOTATIONS = {"kueue.x-k8s.io/is-group-workload": "true"}
 # The QuotaReserved=False reason of a Workload whose parent scaled to zero (kueue.WorkloadOnHold).
 ON_HOLD_REASON = "OnHold"
 _DNS_SUBDOMAIN = re.compile(DNS_SUBDOMAIN_PATTERN)
@@ -83,23 +89,31 @@ class PodParentKind(Protocol):
 
 
 class PodGroupParentKind(PodParentKind, Protocol):
-    """A pod parent whose pods are one group with one Workload that its reconciler builds
-    and owns (Kueue's StatefulSet reconciler and its pod reconciler)."""
+    """A pod parent whose pods are queued as pod groups, each with a Workload that the
+    parent's reconciler builds and owns: one for a StatefulSet, one per group for a
+    LeaderWorkerSet (Kueue's reconcilers and pod reconcilers of those kinds)."""
 
-    # The QuotaReserved message of its Workload while scaled to zero.
-    on_hold_message: str
+    # The QuotaReserved message of its Workload while scaled to zero; None when scaling
+    # down deletes the Workloads of the groups that go instead.
+    on_hold_message: str | None
 
     def is_managed(self, obj: JsonObject) -> bool: ...
 
-    def workload_name(self, obj: JsonObject) -> str: ...
+    def workload_names(self, obj: JsonObject) -> list[str]:
+        """The Workloads the parent has, by group index; any other it owns goes."""
+        ...
 
     def creates_workload(self, obj: JsonObject) -> bool: ...
 
     def pod_sets(self, obj: JsonObject) -> list[JsonObject]: ...
 
-    def workload_annotations(self, obj: JsonObject) -> dict[str, str]: ...
+    def workload_annotations(self, obj: JsonObject, index: int) -> dict[str, str]: ...
 
     def priority_class_name(self, obj: JsonObject) -> str | None: ...
+
+    def pod_parent_name(self, pod: JsonObject) -> str | None:
+        """The name of the parent (in the pod's namespace) a pod of this kind belongs to."""
+        ...
 
     def controls_pod(self, pod: JsonObject, obj: JsonObject) -> bool: ...
 
@@ -187,4 +201,58 @@ def serving_update_problems(old: JsonObject, new: JsonObject) -> list[str]:
             f"{_PRIORITY_PATH}: Invalid value: '': WorkloadPriorityClass cannot be removed "
             "from a workload"
         )
+    return problems
+
+
+# utilpod.SpecShape: what a pod group's pods must agree on, so what a managed set keeps.
+_SHAPE_FIELDS = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "runtimeClassName",
+    "priority",
+    "topologySpreadConstraints",
+    "overhead",
+    "resourceClaims",
+)
+
+
+def _shape(spec: JsonObject) -> JsonObject:
+    def containers(key: str) -> list[JsonObject]:
+        return [
+            {
+                "requests": (c.get("resources") or {}).get("requests") or None,
+                "ports": c.get("ports") or None,
+            }
+            for c in spec.get(key) or []
+        ]
+
+    shape: JsonObject = {
+        "initContainers": containers("initContainers"),
+        "containers": containers("containers"),
+    }
+    shape.update({key: spec.get(key) or None for key in _SHAPE_FIELDS})
+    if spec.get("resources") is not None:
+        shape["resources"] = (spec["resources"] or {}).get("requests")
+    return shape
+
+
+def shape_problems(old: JsonObject, new: JsonObject, path: str) -> list[str]:
+    """ValidateImmutablePodGroupPodSpec: the pod spec's shape (requests, ports, placement)
+    stays as its group's Workload was built; the rest (an image, say) may change."""
+    old_shape, new_shape = _shape(old), _shape(new)
+    problems = []
+    for key in sorted(set(old_shape) | set(new_shape)):
+        if old_shape.get(key) == new_shape.get(key):
+            continue
+        if key.endswith("ontainers") and len(old_shape[key]) == len(new_shape[key]):
+            for index, (was, now) in enumerate(zip(old_shape[key], new_shape[key], strict=True)):
+                for part, label in (("requests", "resources.requests"), ("ports", "ports")):
+                    if was[part] != now[part]:
+                        problems.append(
+                            f"{path}.{key}[{index}].{label}: Invalid value: "
+                            f"{now[part]!r}: field is immutable"
+                        )
+            continue
+        problems.append(f"{path}.{key}: Invalid value: {new_shape.get(key)!r}: field is immutable")
     return problems

@@ -1,6 +1,7 @@
-"""KubeRay's RayCluster and RayJob (ray.io/v1), as Kueue's integrations read them
-(pkg/controller/jobs/raycluster/{raycluster_controller,common}.go and
-pkg/controller/jobs/rayjob/rayjob_controller.go).
+"""KubeRay's RayCluster, RayJob and RayService (ray.io/v1), as Kueue's integrations read them
+(pkg/controller/jobs/raycluster/{raycluster_controller,common}.go,
+pkg/controller/jobs/rayjob/rayjob_controller.go and
+pkg/controller/jobs/rayservice/rayservice_controller.go).
 
 A Ray cluster's podSets are its head, `head` of one pod, then one per worker group, named after
 the group, of `replicas` pods (1 when unset) times `numOfHosts` when above one. No minCount:
@@ -53,6 +54,9 @@ VERSION = "v1"
 KUBERAY_CONTROLLER = "ray.io/kuberay-operator"
 # rayutils.RayClusterLabelKey: on every pod of a cluster, with the cluster's name.
 RAY_CLUSTER_LABEL = "ray.io/cluster"
+# rayutils.RayOriginatedFromCRNameLabelKey: the RayService (or RayJob) a cluster's pods were
+# made for.
+ORIGINATED_FROM_NAME_LABEL = "ray.io/originated-from-cr-name"
 # rayutils.RayFTEnabledAnnotationKey: GCS fault tolerance asked by annotation.
 FT_ENABLED_ANNOTATION = "ray.io/ft-enabled"
 HEAD_POD_SET = "head"
@@ -408,5 +412,56 @@ class RayJob(_RayKind):
         return problems + _cluster_problems(job, cluster, "spec.rayClusterSpec")
 
 
+class RayService(_RayKind):
+    """The RayService kind (Kueue's pkg/controller/jobs/rayservice, a top-level job since
+    Kueue v0.17): its cluster's podSets, from `spec.rayClusterConfig`, whose `suspend` is the
+    one Kueue holds (not `spec.suspend`, whatever Kueue's page on RayServices says). A Ray
+    Serve deployment never finishes; it is active, and its pods ready, while its `Ready`
+    condition is true. KubeRay names the cluster it runs at run time (in the service's
+    status), and that name is all its pods carry: Kueue's PodLabelSelector reads it from the
+    status. By the service's name alone (pod_selector) this layer selects what KubeRay labels
+    with it, the service's RayClusters and Services, none of their pods."""
+
+    resource = ResourceType(GROUP, VERSION, "rayservices", "RayService", True)
+    framework = "ray.io/rayservice"
+    pod_owner_label = ORIGINATED_FROM_NAME_LABEL
+    pod_priority_class_field = "spec.rayClusterConfig.headGroupSpec.template.spec.priorityClassName"
+    cluster_path = ("spec", "rayClusterConfig")
+    suspend_path = ("spec", "rayClusterConfig", "suspend")
+
+    def check(self, job: JsonObject) -> None:
+        spec = checks.require_mapping(job.get("spec"), "spec")
+        _check_cluster(spec.get("rayClusterConfig"), "spec.rayClusterConfig")
+
+    def pod_sets(self, job: JsonObject) -> list[JsonObject]:
+        cluster = self.cluster_spec(job)
+        return [] if cluster is None else cluster_pod_sets(cluster, annotations_of(job))
+
+    def _ready(self, job: JsonObject) -> bool:
+        conditions = (job.get("status") or {}).get("conditions") or []
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    def is_active(self, job: JsonObject) -> bool:
+        return self._ready(job)
+
+    def pods_ready(self, job: JsonObject) -> bool:
+        return self._ready(job)
+
+    def has_started(self, job: JsonObject) -> bool:
+        return self._ready(job)
+
+    def finished(self, job: JsonObject) -> Finish | None:
+        return None  # a Ray Serve deployment runs until deleted
+
+    def admission_problems(self, job: JsonObject, old: JsonObject | None) -> list[FieldError]:
+        """Kueue's RayService webhook: the cluster rules, for a service Kueue queues (Kueue
+        names the field by its Go name, `spec.rayClusterSpec`; here it is its JSON path)."""
+        if self.queue_name(job) is None:
+            return []
+        cluster = self.cluster_spec(job) or {}
+        return _cluster_problems(job, cluster, "spec.rayClusterConfig")
+
+
 RAY_CLUSTER = RayCluster()
 RAY_JOB = RayJob()
+RAY_SERVICE = RayService()

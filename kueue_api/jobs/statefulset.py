@@ -36,6 +36,10 @@ from kueue_api.jobs.pod import (
     SERVING_ANNOTATION,
 )
 from kueue_api.jobs.pod_parent import (
+    GROUP_WORKLOAD_ANNOTATIONS,
+    JOB_OWNER_GVK_ANNOTATION,
+    JOB_OWNER_NAME_ANNOTATION,
+    MULTIKUEUE_ORIGIN_UID_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
     UpdateContext,
     is_on_hold,
@@ -44,6 +48,7 @@ from kueue_api.jobs.pod_parent import (
     queue_name_problems,
     replicas,
     serving_update_problems,
+    shape_problems,
 )
 from kueue_api.jsoncopy import json_copy
 from kueue_api.workload_names import workload_name_for_owner
@@ -52,24 +57,9 @@ FAST_ADMISSION_ANNOTATION = "kueue.x-k8s.io/pod-group-fast-admission"
 POD_INDEX_LABEL_ANNOTATION = "kueue.x-k8s.io/pod-group-pod-index-label"
 # appsv1.PodIndexLabel: the ordinal a StatefulSet's controller puts on each pod.
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
-MULTIKUEUE_ORIGIN_UID_ANNOTATION = "kueue.x-k8s.io/multikueue-origin-uid"
-JOB_OWNER_GVK_ANNOTATION = "kueue.x-k8s.io/job-owner-gvk"
-JOB_OWNER_NAME_ANNOTATION = "kueue.x-k8s.io/job-owner-name"
-IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 # kueue.DefaultPodSetName.
 POD_SET_NAME = "main"
 _REPLICAS = "spec.replicas"
-# utilpod.SpecShape: what a pod group's pods must agree on, so what a managed set keeps.
-_SHAPE_FIELDS = (
-    "nodeSelector",
-    "affinity",
-    "tolerations",
-    "runtimeClassName",
-    "priority",
-    "topologySpreadConstraints",
-    "overhead",
-    "resourceClaims",
-)
 
 
 class StatefulSet:
@@ -77,7 +67,7 @@ class StatefulSet:
 
     resource = ResourceType("apps", "v1", "statefulsets", "StatefulSet", True)
     framework = "statefulset"
-    on_hold_message = "StatefulSet scaled to zero; workload on hold"
+    on_hold_message: str | None = "StatefulSet scaled to zero; workload on hold"
     multikueue_refusal: str | None = (
         "Kueue's MultiKueue adapter for StatefulSet "
         "(pkg/controller/jobs/statefulset/statefulset_multikueue_adapter.go) is not yet "
@@ -113,9 +103,10 @@ class StatefulSet:
         problems = serving_update_problems(old, new)
         if not context.managed:
             return problems
-        problems += _shape_problems(
+        problems += shape_problems(
             field_at(old, ("spec", "template", "spec")) or {},
             field_at(new, ("spec", "template", "spec")) or {},
+            "spec.template.spec",
         )
         old_replicas, new_replicas = replicas(old), replicas(new)
         if old_replicas != 0 and new_replicas != 0 and old_replicas != new_replicas:
@@ -156,6 +147,10 @@ class StatefulSet:
     def parent_workload_name(self, obj: JsonObject) -> str | None:
         return self.workload_name(obj)
 
+    def workload_names(self, obj: JsonObject) -> list[str]:
+        """One, kept while scaled to zero (on hold)."""
+        return [self.workload_name(obj)]
+
     def creates_workload(self, obj: JsonObject) -> bool:
         """reconcileWorkload with no Workload yet: a set with replicas and a queue makes one,
         unless it is MultiKueue's copy (the manager's Workload is its prebuilt one)."""
@@ -170,17 +165,26 @@ class StatefulSet:
         spec = json_copy(field_at(obj, ("spec", "template", "spec")) or {})
         return [{"name": POD_SET_NAME, "count": replicas(obj), "template": {"spec": spec}}]
 
-    def workload_annotations(self, obj: JsonObject) -> dict[str, str]:
+    def workload_annotations(self, obj: JsonObject, index: int) -> dict[str, str]:
         """What constructWorkload annotates its Workload with: a pod group's, owned by this
         set (schema.GroupVersionKind's String form)."""
         return {
-            IS_GROUP_WORKLOAD_ANNOTATION: "true",
+            **GROUP_WORKLOAD_ANNOTATIONS,
             JOB_OWNER_GVK_ANNOTATION: f"{self.resource.api_version}, Kind={self.resource.kind}",
             JOB_OWNER_NAME_ANNOTATION: str((obj.get("metadata") or {}).get("name") or ""),
         }
 
     def priority_class_name(self, obj: JsonObject) -> str | None:
         return labels_of(obj).get(PRIORITY_CLASS_LABEL) or None
+
+    def pod_parent_name(self, pod: JsonObject) -> str | None:
+        """The set a pod of a marked template belongs to: its controlling owner."""
+        if annotations_of(pod).get(SUSPENDED_BY_PARENT_ANNOTATION) != self.framework:
+            return None
+        for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") == self.resource.kind:
+                return str(ref.get("name"))
+        return None
 
     def controls_pod(self, pod: JsonObject, obj: JsonObject) -> bool:
         """Whether `pod` is one of this set's, made from its marked template."""
@@ -222,46 +226,3 @@ class StatefulSet:
         annotations[ROLE_HASH_ANNOTATION] = POD_SET_NAME
         metadata["labels"], metadata["annotations"] = labels, annotations
         return result
-
-
-def _shape(spec: JsonObject) -> JsonObject:
-    def containers(key: str) -> list[JsonObject]:
-        return [
-            {
-                "requests": (c.get("resources") or {}).get("requests") or None,
-                "ports": c.get("ports") or None,
-            }
-            for c in spec.get(key) or []
-        ]
-
-    shape: JsonObject = {
-        "initContainers": containers("initContainers"),
-        "containers": containers("containers"),
-    }
-    shape.update({key: spec.get(key) or None for key in _SHAPE_FIELDS})
-    if spec.get("resources") is not None:
-        shape["resources"] = (spec["resources"] or {}).get("requests")
-    return shape
-
-
-def _shape_problems(old: JsonObject, new: JsonObject) -> list[str]:
-    """ValidateImmutablePodGroupPodSpec: the pod spec's shape (requests, ports, placement)
-    stays as its group's Workload was built; the rest (an image, say) may change."""
-    old_shape, new_shape = _shape(old), _shape(new)
-    problems = []
-    for key in sorted(set(old_shape) | set(new_shape)):
-        if old_shape.get(key) == new_shape.get(key):
-            continue
-        if key.endswith("ontainers") and len(old_shape[key]) == len(new_shape[key]):
-            for index, (was, now) in enumerate(zip(old_shape[key], new_shape[key], strict=True)):
-                for part, label in (("requests", "resources.requests"), ("ports", "ports")):
-                    if was[part] != now[part]:
-                        problems.append(
-                            f"spec.template.spec.{key}[{index}].{label}: Invalid value: "
-                            f"{now[part]!r}: field is immutable"
-                        )
-            continue
-        problems.append(
-            f"spec.template.spec.{key}: Invalid value: {new_shape.get(key)!r}: field is immutable"
-        )
-    return problems

@@ -1,4 +1,4 @@
-"""KubeRay's RayCluster and RayJob (ray.io/v1, the CRDs in config/crd/bases/ of
+"""KubeRay's RayCluster, RayJob and RayService (ray.io/v1, the CRDs in config/crd/bases/ of
 github.com/ray-project/kuberay/ray-operator v1.5.0): the fields Kueue's integrations read
 (the cluster's head and worker groups, suspend, managedBy, the submission), the others each CRD
 has listed so a misspelt key is refused."""
@@ -19,6 +19,8 @@ __all__ = [
     "RayClusterSpec",
     "RayJob",
     "RayJobSpec",
+    "RayService",
+    "RayServiceSpec",
     "WorkerGroupSpec",
 ]
 
@@ -105,4 +107,34 @@ class RayJob(CoreModel):
     kind: Literal["RayJob"] = "RayJob"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: RayJobSpec
+    status: dict[str, Any] = Field(default_factory=dict)
+
+
+class RayServiceSpec(CoreModel):
+    """A Ray Serve deployment on a cluster of `rayClusterConfig`; managedBy is KubeRay
+    v1.6's (Kueue's MultiKueue sets it on the manager cluster)."""
+
+    other_fields = frozenset(
+        {
+            "rayClusterDeletionDelaySeconds",
+            "serviceUnhealthySecondThreshold",
+            "deploymentUnhealthySecondThreshold",
+            "serveService",
+            "upgradeStrategy",
+            "serveConfigV2",
+            "excludeHeadPodFromServeSvc",
+        }
+    )
+
+    ray_cluster_config: RayClusterSpec
+    managed_by: StrictStr | None = None
+
+
+class RayService(CoreModel):
+    other_fields = frozenset()
+
+    api_version: Literal["ray.io/v1"] = "ray.io/v1"
+    kind: Literal["RayService"] = "RayService"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: RayServiceSpec
     status: dict[str, Any] = Field(default_factory=dict)

@@ -123,6 +123,12 @@ KUBERAY = GoModule(
 )
 RAY_PLURALS = ("rayclusters", "rayjobs", "rayservices")
 RAY_CRDS = tuple((KUBERAY, f"config/crd/bases/ray.io_{plural}.yaml") for plural in RAY_PLURALS)
+# LeaderWorkerSet's controller (leaderworkerset.x-k8s.io/v1, the version Kueue runs; Kueue
+# v0.17.0's go.mod pins this release), and its CRD and webhook configurations, from one
+# module. Its main package is cmd/ (cmd/main.go), built as `lws` (_program_name).
+LWS = GoModule("lws", "sigs.k8s.io/lws", ("sigs.k8s.io/lws/cmd",))
+LWS_CRD = (LWS, "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml")
+LWS_WEBHOOKS = (LWS, "config/webhook/manifests.yaml")
 MODULE_FILES = (
     PROVISIONING_REQUEST_CRD,
     JOBSET_CRD,
@@ -131,6 +137,8 @@ MODULE_FILES = (
     KUBEFLOW_WEBHOOKS,
     MPIJOB_CRD,
     *RAY_CRDS,
+    LWS_CRD,
+    LWS_WEBHOOKS,
 )
 # Kueue itself, the peer the benchmarks and the decision oracle hold mkq against
 # (bench/peers/kueue/go.mod pins the release); its CRDs come from the same module.
@@ -167,7 +175,7 @@ KUEUE_CRDS = tuple(
 # Programs beside the control planes: the real operators of job kinds, and Kueue itself (the
 # oracle's and the benchmarks' peer). `mkq realk8s build` builds them all before the tests, so
 # no test's deadline pays for a cold build (Kueue's takes about 5 minutes).
-PEERS = (JOBSET, TRAINING_OPERATOR, MPI_OPERATOR, KUBERAY, KUEUE)
+PEERS = (JOBSET, TRAINING_OPERATOR, MPI_OPERATOR, KUBERAY, LWS, KUEUE)
 # The program names the cluster starter asks for, and the module each comes from.
 PROGRAMS = {
     "etcd": ETCD,
@@ -185,10 +193,16 @@ def cache_root() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mkq"
 
 
+# Programs whose package's last element does not name them: etcd's is `v3`, and LWS's main
+# package is its module's cmd/ (`go build` would call it `cmd`).
+_PROGRAM_NAMES = {ETCD.module: "etcd", f"{LWS.module}/cmd": "lws"}
+
+
 def _program_name(package: str) -> str:
-    """`go build -o DIR/` names a binary after the package's last element (etcd's is `v3`)."""
+    """`go build -o DIR/` names a binary after the package's last element; a few are named
+    here instead (_PROGRAM_NAMES)."""
     last = package.rstrip("/").split("/")[-1]
-    return "etcd" if package == ETCD.module else last
+    return _PROGRAM_NAMES.get(package, last)
 
 
 def build_directory(module: GoModule) -> Path:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kueue_api.jobs import RAY_CLUSTER
+from kueue_api.jobs import RAY_CLUSTER, RAY_SERVICE
 from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER
 from tests.e2e.backends.base import MANAGER_CLUSTER, api_client
 from tests.e2e.conftest import StartSystem
@@ -37,6 +37,7 @@ pytestmark = [
 ]
 
 SAMPLE = EXAMPLES / "jobs" / "ray-cluster-sample.yaml"
+SERVICE_SAMPLE = EXAMPLES / "jobs" / "ray-service-sample.yaml"
 NODE_TYPE = "ray.io/node-type"
 
 
@@ -88,3 +89,56 @@ async def test_a_raycluster_runs_in_one_worker_with_its_status_on_the_manager(
         selector = RAY_CLUSTER.pod_selector(through_cluster)
         manager_pods = await get_json(manager, "pods", "-n", "team-a", "-l", selector)
         assert manager_pods["items"] == []
+
+
+async def _ray_pods_seen(system: Any, prefix: str, seen: dict[str, set[str]]) -> None:
+    """Note, until cancelled, each Ray pod named `prefix-...` in each worker. A RayService's
+    pods carry the name of the cluster KubeRay made for it (`<service>-<suffix>`), not the
+    service's own."""
+    while True:
+        for worker in system.workers:
+            pods = await get_json(
+                system.kubeconfigs[worker], "pods", "-n", "team-a", "-l", "ray.io/is-ray-node"
+            )
+            names = (p["metadata"]["name"] for p in pods["items"])
+            seen[worker].update(n for n in names if n.startswith(f"{prefix}-"))
+        await asyncio.sleep(0.2)
+
+
+async def test_a_rayservice_sent_through_rest_runs_its_cluster_in_one_worker(
+    start_system: StartSystem,
+) -> None:
+    """Kueue's sample RayService through REST: admitted in one worker, where KubeRay makes
+    its cluster's head and worker only then. Ray Serve never comes up on KWOK's pods, so the
+    service never turns Ready (Admitted, not Running, here); a service never finishes."""
+    async with start_system() as system, api_client(system) as api:
+        await wait_connected(system, api)
+        name = unique("ray-svc")
+        service: dict[str, Any] = yaml.safe_load(SERVICE_SAMPLE.read_text())
+        service["metadata"].update(name=name, namespace="team-a")
+        seen: dict[str, set[str]] = {worker: set() for worker in system.workers}
+        watch = asyncio.create_task(_ray_pods_seen(system, name, seen))
+        try:
+            await submit_rest(api, service)
+            record = await wait_for_state(api, "team-a", name, {"Admitted", "Running"}, within=200)
+            assert record["kind"] == RAY_SERVICE.resource.kind, record
+            winner = record["cluster"]
+
+            def head_and_worker(pods: set[str]) -> bool:
+                return any("-head-" in p for p in pods) and any("-worker-" in p for p in pods)
+
+            await eventually(
+                lambda: _copy(seen[winner]),
+                head_and_worker,
+                within=120,
+                what=f"RayService {name}'s head and worker in {winner}",
+            )
+            # Its pods are looked for a little longer: none may start elsewhere.
+            await asyncio.sleep(2)
+        finally:
+            watch.cancel()
+        assert not any(pods for w, pods in seen.items() if w != winner), seen
+
+
+async def _copy(pods: set[str]) -> set[str]:
+    return set(pods)

@@ -1,11 +1,14 @@
-"""Pod parents whose pods form one group (Kueue's StatefulSet reconciler and its pod
-reconciler, pkg/controller/jobs/statefulset), reconciled per parent key `ns/name`.
+"""Pod parents whose pods form pod groups (Kueue's reconcilers and pod reconcilers of
+pkg/controller/jobs/statefulset and pkg/controller/jobs/leaderworkerset), reconciled per
+parent key `ns/name`.
 
-The parent is never suspended (it has no such field): its Workload is built from it and owned
-by it, so deleting the parent deletes the Workload; its pods, gated by the pod webhook, are put
-into the Workload's pod group, and the pod-group controller releases them once it is admitted.
-Scaling to zero puts the Workload on hold (its quota released, not requeued); scaling up takes
-the hold off, and it is admitted again before its new pods run.
+The parent is never suspended (it has no such field): its Workloads (one for a StatefulSet,
+one per group for a LeaderWorkerSet) are built from it and owned by it, so deleting the parent
+deletes them; its pods, gated by the pod webhook, are put into their group's Workload, and the
+pod-group controller releases them once it is admitted. A StatefulSet scaled to zero puts its
+Workload on hold (its quota released, not requeued); scaling up takes the hold off, and it is
+admitted again before its new pods run. A LeaderWorkerSet scaled down loses the Workloads of
+the groups that go.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kueue_api.jobs.pod_parent import replicas
 from kueue_api.priority import PriorityClassNotFound, pod_priority_class_name
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
+from worker_agent.controllers.workloads import OWNER_INDEX, owner_uids
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
 from worker_agent.kube_client import ApiError
@@ -31,14 +35,6 @@ from worker_agent.writer import ObjectWriter
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
-_CONTROLLER_INDEX = "pod-controller-uid"
-
-
-def _controller_uid(pod: JsonObject) -> list[str]:
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return [str(ref.get("uid"))]
-    return []
 
 
 class PodGroupParentController:
@@ -60,18 +56,22 @@ class PodGroupParentController:
         self._clock = clock
         self._parents = informers.cache(self.rt)
         self._pods = informers.cache(PODS)
-        if not self._pods.has_index(_CONTROLLER_INDEX):
-            self._pods.add_index(_CONTROLLER_INDEX, _controller_uid)
+        self._parent_index = f"pod-parent-{self.rt.plural}"
+        self._pods.add_index(self._parent_index, self._parent_keys)
+        self._workloads = informers.cache(WORKLOADS)
+        if not self._workloads.has_index(OWNER_INDEX):
+            self._workloads.add_index(OWNER_INDEX, owner_uids)
+
+    def _parent_keys(self, pod: JsonObject) -> list[str]:
+        name = self.kind.pod_parent_name(pod)
+        if name is None:
+            return []
+        return [f"{(pod.get('metadata') or {}).get('namespace')}/{name}"]
 
     def keys_for_pod(self, change: Change) -> list[str]:
         """The parent of a pod that appeared or changed (its pod handler and pod reconciler)."""
-        keys = set()
-        for pod in (change.old, change.new):
-            for ref in ((pod or {}).get("metadata") or {}).get("ownerReferences") or []:
-                if ref.get("controller") and ref.get("kind") == self.rt.kind:
-                    namespace = (pod or {}).get("metadata", {}).get("namespace")
-                    keys.add(f"{namespace}/{ref.get('name')}")
-        return sorted(keys)
+        pods = (p for p in (change.old, change.new) if p is not None)
+        return sorted({key for pod in pods for key in self._parent_keys(pod)})
 
     def keys_for_workload(self, change: Change) -> list[str]:
         keys = set()
@@ -85,24 +85,31 @@ class PodGroupParentController:
     async def reconcile(self, key: str) -> float | None:
         parent = self._parents.get(key)
         if parent is None or not self.kind.is_managed(parent):
-            return None  # a deleted parent's Workload and pods go with it (owner references)
+            return None  # a deleted parent's Workloads and pods go with it (owner references)
         namespace = key.split("/", 1)[0]
-        uid = str((parent.get("metadata") or {}).get("uid"))
-        for pod in self._pods.by_index(_CONTROLLER_INDEX, uid):
+        for pod in self._pods.by_index(self._parent_index, key):
             if pods_api.is_terminal(pod) or pods_api.is_deleting(pod):
                 continue
             if self.kind.controls_pod(pod, parent) and self.kind.pod_defaults(parent, pod):
                 await self._writer.update(
                     PODS, object_key(pod), lambda p: self.kind.pod_defaults(parent, p)
                 )
-        workload = self._informers.cache(WORKLOADS).get(
-            f"{namespace}/{self.kind.workload_name(parent)}"
-        )
-        if workload is None:
-            if self.kind.creates_workload(parent):
-                return await self._create(parent)
-            return None
-        return await self._follow(parent, workload)
+        uid = str((parent.get("metadata") or {}).get("uid"))
+        owned = {
+            str((w.get("metadata") or {}).get("name")): w
+            for w in self._workloads.by_index(OWNER_INDEX, uid)
+        }
+        retry: float | None = None
+        for index, name in enumerate(self.kind.workload_names(parent)):
+            workload = owned.pop(name, None)
+            if workload is not None:
+                await self._follow(parent, workload)
+            elif self.kind.creates_workload(parent):
+                retry = await self._create(parent, name, index) or retry
+        for name in sorted(owned):
+            # A group the parent no longer has (filterWorkloads' toDelete).
+            await self._writer.delete(WORKLOADS, f"{namespace}/{name}")
+        return retry
 
     async def _follow(self, parent: JsonObject, workload: JsonObject) -> float | None:
         """reconcileWorkload with the Workload there: its queue, and the hold on scaling."""
@@ -112,8 +119,10 @@ class PodGroupParentController:
         queue = labels_of(parent).get(QUEUE_NAME_LABEL) or ""
         if count > 0 and queue and wl.queue_name_of(workload) != queue:
             await self._writer.update(WORKLOADS, key, lambda w: _with_queue(w, queue))
+        message = self.kind.on_hold_message
+        if message is None:
+            return None
         if count == 0:
-            message = self.kind.on_hold_message
             written = await self._writer.update(
                 WORKLOADS, key, lambda w: wl.put_on_hold(w, message, now), status=True
             )
@@ -125,8 +134,9 @@ class PodGroupParentController:
             )
         return None
 
-    async def _create(self, parent: JsonObject) -> float | None:
-        """createPrebuiltWorkload: one Workload for the parent's pods, owned by it."""
+    async def _create(self, parent: JsonObject, name: str, index: int) -> float | None:
+        """createPrebuiltWorkload: the Workload of group `index` of the parent's pods, owned
+        by it."""
         pod_sets = self.kind.pod_sets(parent)
         priority = wl.workload_priority(
             self.kind.priority_class_name(parent),
@@ -137,13 +147,12 @@ class PodGroupParentController:
         if isinstance(priority, PriorityClassNotFound):
             self._recorder.warning(parent, "ErrWorkloadCompose", priority.message)
             return 5.0
-        name = self.kind.workload_name(parent)
         queue = labels_of(parent).get(QUEUE_NAME_LABEL) or ""
         workload = wl.new_workload(name, parent, queue, pod_sets, priority)
         metadata = workload["metadata"]
         metadata["annotations"] = {
             **(metadata.get("annotations") or {}),
-            **self.kind.workload_annotations(parent),
+            **self.kind.workload_annotations(parent, index),
         }
         try:
             await self._writer.create(WORKLOADS, workload)

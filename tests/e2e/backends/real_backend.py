@@ -56,6 +56,8 @@ from mkq.realk8s.jobset import (
     jobset_controller,
 )
 from mkq.realk8s.kuberay import install_ray_crds, kuberay_operator
+from mkq.realk8s.lws import WEBHOOK_CONFIGURATION_PREFIX as LWS_WEBHOOK_CONFIGURATION_PREFIX
+from mkq.realk8s.lws import install_lws_crd, lws_controller
 from mkq.realk8s.mpi_operator import install_mpijob_crd, mpi_operator
 from mkq.realk8s.training_operator import (
     WEBHOOK_CONFIGURATION,
@@ -134,8 +136,9 @@ class RealEnvironment:
 
     clusters: dict[str, RealCluster]
     scratch: Path
-    # JobSet's controllers, Kubeflow's training and MPI operators and KubeRay's operator in the
-    # workers, for the session (their processes die with it).
+    # JobSet's controllers, Kubeflow's training and MPI operators, KubeRay's operator and
+    # LeaderWorkerSet's controller in the workers, for the session (their processes die with
+    # it).
     peers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     identities: dict[str, Path] = field(default_factory=dict)  # kubeconfig per process role
     access: dict[str, dict[str, Any]] = field(default_factory=dict)  # manager-access per worker
@@ -166,6 +169,9 @@ class RealEnvironment:
         install_mpijob_crd(self.clusters[MANAGER_CLUSTER])
         # And KubeRay's kinds: their CRDs there, KubeRay's operator here.
         install_ray_crds(self.clusters[MANAGER_CLUSTER])
+        # And LeaderWorkerSet as its release installs it: its CRD there, its CRD, webhooks
+        # and controller here.
+        install_lws_crd(self.clusters[MANAGER_CLUSTER])
         for worker in WORKERS:
             self.peers.enter_context(
                 jobset_controller(self.clusters[worker], self.scratch / f"{worker}-jobset")
@@ -178,6 +184,9 @@ class RealEnvironment:
             )
             self.peers.enter_context(
                 kuberay_operator(self.clusters[worker], self.scratch / f"{worker}-kuberay")
+            )
+            self.peers.enter_context(
+                lws_controller(self.clusters[worker], self.scratch / f"{worker}-lws")
             )
         for worker in WORKERS:
             for part in ("namespace.yaml", "rbac.yaml"):
@@ -302,6 +311,8 @@ OPTIONAL_JOBS = (
     "/apis/kubeflow.org/v2beta1/mpijobs",
     # A RayJob before the RayCluster it owns.
     *(f"/apis/ray.io/v1/{plural}" for plural in RAY_PLURALS),
+    # A LeaderWorkerSet before its StatefulSets' pods (its StatefulSets would make them again).
+    "/apis/leaderworkerset.x-k8s.io/v1/leaderworkersets",
 )
 
 
@@ -378,8 +389,11 @@ def _reset_queues(http: httpx.Client) -> None:
         for configuration in _call(http, "GET", path).json().get("items", []):
             webhooks = configuration.get("webhooks") or []
             name = str(configuration["metadata"]["name"])
-            if name.startswith(WEBHOOK_CONFIGURATION_PREFIX) or name == WEBHOOK_CONFIGURATION:
-                continue  # JobSet's or Kubeflow's own, whose operators run for the session
+            if (
+                name.startswith((WEBHOOK_CONFIGURATION_PREFIX, LWS_WEBHOOK_CONFIGURATION_PREFIX))
+                or name == WEBHOOK_CONFIGURATION
+            ):
+                continue  # JobSet's, LWS's or Kubeflow's own, whose operators run for the session
             if any((w.get("clientConfig") or {}).get("url") for w in webhooks):
                 _call(http, "DELETE", f"{path}/{configuration['metadata']['name']}")
     for queue in _call(http, "GET", CLUSTER_QUEUES).json().get("items", []):

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from kueue_api.jobs import RAY_CLUSTER, RAY_JOB
+from kueue_api.jobs import RAY_CLUSTER, RAY_JOB, RAY_SERVICE
 from tests.integration.agent.conftest import condition, is_true
 from tests.integration.agent.test_kubeflow_operator import (
     SETUP,
@@ -48,6 +48,7 @@ pytestmark = pytest.mark.timeout(600)
 
 CLUSTER_SAMPLE = EXAMPLES / "jobs" / "ray-cluster-sample.yaml"
 JOB_SAMPLE = EXAMPLES / "jobs" / "ray-job-sample.yaml"
+SERVICE_SAMPLE = EXAMPLES / "jobs" / "ray-service-sample.yaml"
 Obj = dict[str, Any]
 
 
@@ -79,6 +80,16 @@ async def test_kueues_sample_rayjob_runs_only_once_admitted(
 ) -> None:
     pod_sets = [("head", 1), ("small-group", 1), ("submitter", 1)]
     await _queued_sample(backend, extra_crds, JOB_SAMPLE, pod_sets, _job_runs_once_admitted)
+
+
+async def test_kueues_sample_rayservice_runs_only_once_admitted(
+    backend: str, extra_crds: list[Path]
+) -> None:
+    """Held by `spec.rayClusterConfig.suspend`, the RayService's cluster (a head and one
+    worker of 4 and 2 CPUs) runs once admitted; Ray Serve itself does not run on KWOK's pods,
+    so the service never turns Ready, and a Ray Serve deployment never finishes anyway."""
+    pod_sets = [("head", 1), ("small-group", 1)]
+    await _queued_sample(backend, extra_crds, SERVICE_SAMPLE, pod_sets, _service_runs_once_admitted)
 
 
 async def _queued_sample(
@@ -119,6 +130,22 @@ async def _state_of(client: KubeClient, namespace: str, name: str, made: str) ->
     return f"RayJob status {job.get('status')}; RayClusters {found} ({made}); pods {phases}"
 
 
+async def _service_state(client: KubeClient, namespace: str, name: str) -> str:
+    """What a RayService that did not run had come to: its spec's suspend and status, its
+    clusters', its pods' labels and phases."""
+    service = await client.get(RAY_SERVICE.resource, name, namespace)
+    held = RAY_SERVICE.is_suspended(service)
+    clusters, _ = await client.list(RAY_CLUSTER.resource, namespace)
+    found = [(c["metadata"]["name"], c["spec"].get("suspend"), c.get("status")) for c in clusters]
+    pods, _ = await client.list(PODS, namespace)
+    phases = [
+        (p["metadata"]["name"], p["metadata"].get("labels"), (p.get("status") or {}).get("phase"))
+        for p in pods
+    ]
+    status = service.get("status")
+    return f"RayService suspended {held}, status {status}; RayClusters {found}; pods {phases}"
+
+
 async def _admitted_at(client: KubeClient, job: Obj) -> str:
     workload = await workload_of(client, job)
     assert workload is not None
@@ -153,8 +180,54 @@ async def _cluster_ready_once_admitted(client: KubeClient, job: Obj) -> None:
         return current if RAY_CLUSTER.pods_ready(current) else None
 
     await eventually(ready, within=120, what=f"RayCluster {name} ready")
-    workload = await workload_of(client, job)
-    assert workload is not None and is_true(workload, "PodsReady"), workload["status"]
+
+    async def pods_ready() -> Obj | None:
+        """The agent sets PodsReady once it has seen the cluster ready: a moment after the
+        test may have (it once read the Workload between the two in CI)."""
+        workload = await workload_of(client, job)
+        return workload if workload is not None and is_true(workload, "PodsReady") else None
+
+    await eventually(pods_ready, within=30, what=f"RayCluster {name}'s Workload PodsReady")
+
+
+async def _service_runs_once_admitted(client: KubeClient, service: Obj) -> None:
+    name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
+
+    async def running() -> Any:
+        """The pods of the cluster KubeRay runs the service on, once its head and worker run:
+        the service's status names it (pending until Ray Serve is up, which here it never
+        is), and only that cluster's name is on its pods (Kueue's PodLabelSelector)."""
+        status = (await client.get(RAY_SERVICE.resource, name, namespace)).get("status") or {}
+        named = [
+            (status.get(which) or {}).get("rayClusterName")
+            for which in ("activeServiceStatus", "pendingServiceStatus")
+        ]
+        for cluster_name in filter(None, named):
+            selector = RAY_CLUSTER.pod_selector(cluster_name)
+            pods = await _running_pods(client, namespace, selector, 2)
+            if pods is not None:
+                return pods
+        return None
+
+    try:
+        pods = await eventually(
+            running, within=180, what=f"RayService {name}'s head and worker running"
+        )
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{await _service_state(client, namespace, name)}") from None
+    admitted = await _admitted_at(client, service)
+    created = [p["metadata"]["creationTimestamp"] for p in pods]
+    assert all(when >= admitted for when in created), (admitted, created)
+    types = sorted(p["metadata"]["labels"]["ray.io/node-type"] for p in pods)
+    assert types == ["head", "worker"]
+    # The clusters KubeRay made for it run on the service's Workload, with none of their own.
+    clusters, _ = await client.list(RAY_CLUSTER.resource, namespace)
+    owned = [c for c in clusters if c["metadata"]["name"].startswith(name)]
+    assert owned
+    for ray_cluster in owned:
+        assert await workload_of(client, ray_cluster) is None
+    current = await client.get(RAY_SERVICE.resource, name, namespace)
+    assert RAY_SERVICE.finished(current) is None
 
 
 async def _job_runs_once_admitted(client: KubeClient, job: Obj) -> None:

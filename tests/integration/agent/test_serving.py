@@ -24,6 +24,7 @@ from tests.one_cluster import (
     create_all,
     documents,
     eventually,
+    unregister_agent,
     webhooks_answer,
 )
 from worker_agent.kube_client import ApiError, KubeClient
@@ -78,16 +79,19 @@ async def client() -> AsyncIterator[KubeClient]:
                 (DEPLOYMENT.resource, "nginx-deployment"),
                 (STATEFULSET.resource, "nginx-statefulset"),
             ):
-                await _delete(client, rt, name, "default")
+                await delete_if_present(client, rt, name, "default")
             await eventually(lambda: _gone(client), within=90, what="the samples' pods gone")
-            await _delete(client, LOCAL_QUEUES, "user-queue", "default")
-            await _delete(client, CLUSTER_QUEUES, "cluster-queue", None)
-            await _delete(client, RESOURCE_FLAVORS, "default-flavor", None)
+            await delete_if_present(client, LOCAL_QUEUES, "user-queue", "default")
+            await delete_if_present(client, CLUSTER_QUEUES, "cluster-queue", None)
+            await delete_if_present(client, RESOURCE_FLAVORS, "default-flavor", None)
             await agent.stop()
+            # Its webhook configurations go with it: left, they would refuse (failurePolicy
+            # Fail) what the next test on this cluster creates before its own agent is up.
+            await unregister_agent(client)
             await client.close()
 
 
-async def _delete(client: KubeClient, rt: Any, name: str, namespace: str | None) -> None:
+async def delete_if_present(client: KubeClient, rt: Any, name: str, namespace: str | None) -> None:
     try:
         await client.delete(rt, name, namespace)
     except ApiError as error:

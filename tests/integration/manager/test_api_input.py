@@ -89,18 +89,20 @@ async def test_kueues_serving_samples_are_a_422_naming_the_kind_and_what_to_do(
     settings: ManagerSettings,
 ) -> None:
     """Kueue's MultiKueue has no adapter for a Deployment, and the manager does not yet follow
-    the one it has for a StatefulSet: both are refused, with where to apply them instead."""
+    the ones it has for a StatefulSet and a LeaderWorkerSet: all are refused, with where to
+    apply them instead."""
     async with serve_manager(settings) as manager:
         for name, kind in (
-            ("sample-deployment.yaml", "Deployment"),
-            ("sample-statefulset.yaml", "StatefulSet"),
+            ("sample-deployment.yaml", "apps/v1 Deployment"),
+            ("sample-statefulset.yaml", "apps/v1 StatefulSet"),
+            ("sample-leaderworkerset.yaml", "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet"),
         ):
             (body,) = documents(EXAMPLES / "serving-workloads" / name)
             response = await manager.client.post("/api/v1/workloads", json=body)
             assert response.status_code == 422
             error = response.json()["error"]
             assert error["field"] == "kind"
-            assert error["message"].startswith(f"kind: apps/v1 {kind}: Kueue's MultiKueue")
+            assert error["message"].startswith(f"kind: {kind}: Kueue's MultiKueue")
             assert "apply it, with its queue-name label, to a worker cluster" in error["message"]
         listing = await manager.client.get("/api/v1/workloads")
         assert listing.json() == {"items": [], "continue": None}

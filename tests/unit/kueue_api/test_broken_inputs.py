@@ -731,7 +731,8 @@ def test_a_document_that_is_not_a_mapping_is_an_error() -> None:
 
 
 def test_unsupported_kinds_are_flagged() -> None:
-    result = load_text("apiVersion: ray.io/v1\nkind: RayService\nmetadata: {name: r}\n", "ray.yaml")
+    text = "apiVersion: workload.codeflare.dev/v1beta2\nkind: AppWrapper\nmetadata: {name: a}\n"
+    result = load_text(text, "appwrapper.yaml")
     (error,) = result.errors
     assert error.unsupported
     assert "unsupported kind" in str(error)

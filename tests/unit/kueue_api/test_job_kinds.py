@@ -19,7 +19,7 @@ from kueue_api.jobs.base import (
 from kueue_api.jobs.checks import INT32_MAX, ManifestError
 from kueue_api.jobs.kubeflow import KUBEFLOW_JOBS, PYTORCH_JOB, KubeflowJob
 from kueue_api.jobs.mpijob import MPI_JOB
-from kueue_api.jobs.ray import RAY_CLUSTER, RAY_JOB
+from kueue_api.jobs.ray import RAY_CLUSTER, RAY_JOB, RAY_SERVICE
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -132,6 +132,20 @@ def ray_job() -> dict[str, Any]:
     }
 
 
+def ray_service() -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "rs", "namespace": "ns", "uid": "u-6"},
+        "spec": {
+            "managedBy": MULTIKUEUE_CONTROLLER,
+            "serveConfigV2": "applications: []",
+            "rayClusterConfig": {"suspend": False, **ray_cluster_spec()},
+        },
+        "status": {"activeServiceStatus": {"rayClusterName": "rs-x7k2p"}},
+    }
+
+
 def kubeflow_example(kind: JobKind) -> Any:
     """A PyTorchJob's shape under another Kubeflow kind's API version, name and replica
     types (the MPI operator's MPIJob included)."""
@@ -157,6 +171,7 @@ EXAMPLES: dict[str, Any] = {
     **{kind.resource.kind: kubeflow_example(kind) for kind in (*KUBEFLOW_JOBS, MPI_JOB)},
     RAY_JOB.resource.kind: ray_job,
     RAY_CLUSTER.resource.kind: ray_cluster,
+    RAY_SERVICE.resource.kind: ray_service,
 }
 
 

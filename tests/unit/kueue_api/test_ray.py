@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 import yaml
 
-from kueue_api.jobs import KINDS, RAY_CLUSTER, RAY_JOB, PodSetInfo, kind_named, kind_of
+from kueue_api.jobs import (
+    KINDS,
+    RAY_CLUSTER,
+    RAY_JOB,
+    RAY_SERVICE,
+    PodSetInfo,
+    kind_named,
+    kind_of,
+)
 from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER, owned_by_managed_kind
 from kueue_api.jobs.checks import ManifestError, pod_requests
 from kueue_api.jobs.ray import KUBERAY_CONTROLLER
@@ -591,3 +599,88 @@ def test_a_rayjobs_cluster_is_queued_through_its_owner() -> None:
     assert not owned_by_managed_kind(made, kinds)
     made["metadata"]["ownerReferences"] = [{**owner, "kind": "Other", "controller": True}]
     assert not owned_by_managed_kind(made, kinds)
+
+
+def rayservice(spec: Obj, suspend: bool | None = None, **status: Any) -> Obj:
+    cluster = dict(spec)
+    if suspend is not None:
+        cluster["suspend"] = suspend
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "rayservice", "namespace": "ns", "labels": {}},
+        "spec": {"serveConfigV2": "applications: []", "rayClusterConfig": cluster},
+        "status": status,
+    }
+
+
+# rayservice_controller_test.go TestPodSets ("no annotations", "with required topology
+# annotation", "with NumOfHosts > 1"): a RayService's cluster is a RayCluster's.
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            cluster_spec(group("group1"), group("group2", 3)),
+            [("head", 1, None), ("group1", 1, None), ("group2", 3, None)],
+        ),
+        (
+            cluster_spec(
+                group("group1", tpl=template(c("g"), annotations={REQUIRED_TOPOLOGY: "block"})),
+                head=template(c("h"), annotations={REQUIRED_TOPOLOGY: "block"}),
+            ),
+            [("head", 1, {"required": "block"}), ("group1", 1, {"required": "block"})],
+        ),
+        (cluster_spec(group("group1", 2, hosts=3)), [("head", 1, None), ("group1", 6, None)]),
+    ],
+)
+def test_a_rayservices_pod_sets_are_its_clusters(spec: Obj, expected: Any) -> None:
+    assert shape(RAY_SERVICE.pod_sets(rayservice(spec))) == expected
+    assert RAY_SERVICE.pod_sets(rayservice(spec)) == RAY_CLUSTER.pod_sets(raycluster(spec))
+
+
+def test_a_rayservice_is_held_by_its_cluster_configs_suspend() -> None:
+    """TestIsSuspended: `spec.rayClusterConfig.suspend`, nil as false; suspending and
+    resuming write it there, never `spec.suspend`."""
+    assert RAY_SERVICE.is_suspended(rayservice(cluster_spec(), suspend=True))
+    assert not RAY_SERVICE.is_suspended(rayservice(cluster_spec(), suspend=False))
+    assert not RAY_SERVICE.is_suspended(rayservice(cluster_spec()))
+    held = RAY_SERVICE.suspend(rayservice(cluster_spec()))
+    assert held["spec"]["rayClusterConfig"]["suspend"] is True and "suspend" not in held["spec"]
+    assert RAY_SERVICE.suspend_patch() == {"spec": {"rayClusterConfig": {"suspend": True}}}
+    running = RAY_SERVICE.run(held, [PodSetInfo(name="head", count=1)])
+    assert running["spec"]["rayClusterConfig"]["suspend"] is False
+
+
+@pytest.mark.parametrize(
+    ("conditions", "ready"),
+    [
+        ([{"type": "Ready", "status": "True"}], True),
+        ([{"type": "Ready", "status": "False"}], False),
+        ([], False),
+    ],
+    ids=["RayServiceReady true", "RayServiceReady false", "no conditions"],
+)
+def test_a_rayservice_is_active_and_ready_while_ready_and_never_finishes(
+    conditions: list[Obj], ready: bool
+) -> None:
+    """TestIsActive, TestPodsReady; Finished: a Ray Serve deployment runs until deleted."""
+    service = rayservice(cluster_spec(), conditions=conditions)
+    assert RAY_SERVICE.is_active(service) is ready
+    assert RAY_SERVICE.pods_ready(service) is ready
+    assert RAY_SERVICE.finished(service) is None
+
+
+def test_kueues_rayservice_sample_queues_a_head_and_its_workers() -> None:
+    (sample,) = yaml.safe_load_all((EXAMPLES / "ray-service-sample.yaml").read_text())
+    assert kind_of(sample) is RAY_SERVICE and kind_named("RayService") is RAY_SERVICE
+    RAY_SERVICE.check(sample)
+    assert [p["name"] for p in RAY_SERVICE.pod_sets(sample)] == ["head", "small-group"]
+    assert RAY_SERVICE.pod_selector("test-rayservice") == (
+        "ray.io/originated-from-cr-name=test-rayservice"
+    )
+    assert load_text(yaml.safe_dump(sample), "sample.yaml").ok
+    queued = {**sample, "metadata": {**sample["metadata"]}}
+    queued["spec"] = {**sample["spec"], "rayClusterConfig": {**sample["spec"]["rayClusterConfig"]}}
+    queued["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] = True
+    (problem,) = RAY_SERVICE.admission_problems(queued, None)
+    assert problem.path == "spec.rayClusterConfig.enableInTreeAutoscaling"

@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from kueue_api.jobs import DEPLOYMENT, POD_GROUP_PARENTS, STATEFULSET, pod_parent_of
+from kueue_api.jobs import (
+    DEPLOYMENT,
+    LEADER_WORKER_SET,
+    POD_GROUP_PARENTS,
+    STATEFULSET,
+    pod_parent_of,
+)
 from kueue_api.jobs import pod as pods_api
 from kueue_api.jobs.base import (
     MULTIKUEUE_ORIGIN_LABEL,
@@ -69,11 +75,13 @@ QUEUED = {QUEUE_NAME_LABEL: "queue"}
 NAME = workload_name_for_owner("sts", "sts-uid", "StatefulSet", "apps")
 
 
-def test_both_kinds_are_registered_and_only_the_statefulset_has_a_group_workload() -> None:
+def test_the_kinds_are_registered_and_only_the_deployment_has_no_group_workload() -> None:
     assert pod_parent_of(sts()) is STATEFULSET
     assert pod_parent_of({"apiVersion": "apps/v1", "kind": "Deployment"}) is DEPLOYMENT
     assert pod_parent_of({"apiVersion": "apps/v1beta1", "kind": "Deployment"}) is None
-    assert POD_GROUP_PARENTS == (STATEFULSET,)
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"}
+    assert pod_parent_of(lws) is LEADER_WORKER_SET
+    assert POD_GROUP_PARENTS == (STATEFULSET, LEADER_WORKER_SET)
     assert DEPLOYMENT.parent_workload_name({}) is None
 
 
@@ -124,7 +132,8 @@ def test_the_workload_has_one_podset_main_of_replicas_pods_of_the_template_spec(
         {"name": "main", "count": 1, "template": {"spec": obj["spec"]["template"]["spec"]}}
     ]
     assert STATEFULSET.pod_sets(sts(labels=QUEUED))[0]["count"] == 3
-    assert STATEFULSET.workload_annotations(obj) == {
+    assert STATEFULSET.workload_names(obj) == [NAME]
+    assert STATEFULSET.workload_annotations(obj, 0) == {
         "kueue.x-k8s.io/is-group-workload": "true",
         "kueue.x-k8s.io/job-owner-gvk": "apps/v1, Kind=StatefulSet",
         "kueue.x-k8s.io/job-owner-name": "sts",
@@ -155,6 +164,8 @@ GROUPED_LABELS = {
 
 
 def test_a_pod_without_the_sets_controller_reference_is_not_its() -> None:
+    assert STATEFULSET.pod_parent_name(pod(sts())) == "sts"
+    assert STATEFULSET.pod_parent_name(pod(None)) is None
     assert not STATEFULSET.controls_pod(pod(None), sts(labels=QUEUED))
     assert not STATEFULSET.controls_pod(pod(sts(uid="other")), sts(labels=QUEUED))
     assert STATEFULSET.controls_pod(pod(sts()), sts(labels=QUEUED))

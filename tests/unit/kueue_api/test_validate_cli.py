@@ -95,15 +95,15 @@ def test_missing_file_is_an_error_not_a_traceback(tmp_path: Path) -> None:
 def test_kueue_examples_validate_when_unsupported_kinds_are_skipped() -> None:
     code, out, err = _run("--skip-unsupported", str(EXAMPLES))
     assert code == 0, err
-    assert "skip " in out and "RayService" in out
+    assert "skip " in out and "AppWrapper" in out
     assert "error" not in out + err
 
 
 def test_unsupported_kinds_fail_without_the_flag() -> None:
-    code, _, err = _run(str(EXAMPLES / "jobs" / "ray-service-sample.yaml"))
+    code, _, err = _run(str(EXAMPLES / "jobs" / "sample-sparkapplication.yaml"))
     assert code == 2
-    unsupported = "kind: unsupported kind 'RayService' (ray.io/v1)"
-    assert f"(RayService/default/test-rayservice): {unsupported}" in err
+    unsupported = "kind: unsupported kind 'SparkApplication' (sparkoperator.k8s.io/v1beta2)"
+    assert f"(SparkApplication/spark-pi): {unsupported}" in err
 
 
 def test_reads_stdin_when_given_a_dash() -> None:
@@ -182,10 +182,23 @@ spec:
 def test_kueues_serving_samples_are_known_kinds_that_validate() -> None:
     samples = EXAMPLES / "serving-workloads"
     code, out, err = _run(
-        str(samples / "sample-deployment.yaml"), str(samples / "sample-statefulset.yaml")
+        str(samples / "sample-deployment.yaml"),
+        str(samples / "sample-statefulset.yaml"),
+        str(samples / "sample-leaderworkerset.yaml"),
+        str(samples / "sample-leaderworkerset-tas.yaml"),
     )
     assert code == 0, err
     assert "Deployment/nginx-deployment" in out and "StatefulSet/nginx-statefulset" in out
+    assert out.count("LeaderWorkerSet/nginx-leaderworkerset") == 2
+
+
+def test_a_leaderworkerset_group_has_at_least_its_leader(tmp_path: Path) -> None:
+    sample = (EXAMPLES / "serving-workloads" / "sample-leaderworkerset.yaml").read_text()
+    bad = tmp_path / "lws.yaml"
+    bad.write_text(sample.replace("size: 3", "size: 0"))
+    code, _, err = _run(str(bad))
+    assert code == 2
+    assert "spec.leaderWorkerTemplate.size: Input should be greater than or equal to 1" in err
 
 
 def test_a_serving_kinds_pods_must_restart_always(tmp_path: Path) -> None:

@@ -86,5 +86,5 @@ def test_a_bad_container_is_named_inside_its_replicated_job() -> None:
 
 def test_other_kinds_are_refused_naming_what_is_supported() -> None:
     with pytest.raises(ManifestError) as raised:
-        parse_job({"apiVersion": "ray.io/v1", "kind": "RayService"})
+        parse_job({"apiVersion": "workload.codeflare.dev/v1beta2", "kind": "AppWrapper"})
     assert "JobSet" in raised.value.message and raised.value.field == "kind"
