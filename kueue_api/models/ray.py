@@ -1,7 +1,7 @@
 """KubeRay's RayCluster, RayJob and RayService (ray.io/v1, the CRDs in config/crd/bases/ of
-github.com/ray-project/kuberay/ray-operator v1.5.0): the fields Kueue's integrations read
-(the cluster's head and worker groups, suspend, managedBy, the submission), the others each CRD
-has listed so a misspelt key is refused."""
+github.com/ray-project/kuberay/ray-operator v1.6.0, the version Kueue v0.17 pins): the fields
+Kueue's integrations read (the cluster's head and worker groups, suspend, managedBy, the
+submission), the others each CRD has listed so a misspelt key is refused."""
 
 from __future__ import annotations
 

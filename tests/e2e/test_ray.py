@@ -16,6 +16,7 @@ emulation of KubeRay."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 import pytest
@@ -105,39 +106,62 @@ async def _ray_pods_seen(system: Any, prefix: str, seen: dict[str, set[str]]) ->
         await asyncio.sleep(0.2)
 
 
-async def test_a_rayservice_sent_through_rest_runs_its_cluster_in_one_worker(
+async def test_a_rayservice_runs_its_cluster_in_one_worker(
     start_system: StartSystem,
 ) -> None:
-    """Kueue's sample RayService through REST: admitted in one worker, where KubeRay makes
-    its cluster's head and worker only then. Ray Serve never comes up on KWOK's pods, so the
-    service never turns Ready (Admitted, not Running, here); a service never finishes."""
+    """Kueue's sample RayService, created in the manager cluster (the manager's webhook gives
+    it `spec.managedBy`, KubeRay v1.6's) and sent through REST: each is admitted in one
+    worker, where KubeRay makes its cluster's head and worker only then. Ray Serve never
+    comes up on KWOK's pods, so a service never turns Ready (Admitted, not Running, here);
+    a service never finishes."""
     async with start_system() as system, api_client(system) as api:
         await wait_connected(system, api)
-        name = unique("ray-svc")
-        service: dict[str, Any] = yaml.safe_load(SERVICE_SAMPLE.read_text())
-        service["metadata"].update(name=name, namespace="team-a")
-        seen: dict[str, set[str]] = {worker: set() for worker in system.workers}
-        watch = asyncio.create_task(_ray_pods_seen(system, name, seen))
+        through_cluster, through_rest = unique("svc-mc"), unique("svc-rest")
+        names = (through_cluster, through_rest)
+        seen = {name: {worker: set[str]() for worker in system.workers} for name in names}
+        watches = [asyncio.create_task(_ray_pods_seen(system, n, seen[n])) for n in names]
         try:
-            await submit_rest(api, service)
-            record = await wait_for_state(api, "team-a", name, {"Admitted", "Running"}, within=200)
-            assert record["kind"] == RAY_SERVICE.resource.kind, record
-            winner = record["cluster"]
+            await submit_to_manager_cluster(system, _sample_rayservice(through_cluster))
+            await submit_rest(api, _sample_rayservice(through_rest))
+            winners = {}
+            for name in names:
+                record = await wait_for_state(
+                    api, "team-a", name, {"Admitted", "Running"}, within=200
+                )
+                assert record["kind"] == RAY_SERVICE.resource.kind, record
+                winners[name] = winner = record["cluster"]
 
-            def head_and_worker(pods: set[str]) -> bool:
-                return any("-head-" in p for p in pods) and any("-worker-" in p for p in pods)
+                def head_and_worker(pods: set[str]) -> bool:
+                    return any("-head-" in p for p in pods) and any("-worker-" in p for p in pods)
 
-            await eventually(
-                lambda: _copy(seen[winner]),
-                head_and_worker,
-                within=120,
-                what=f"RayService {name}'s head and worker in {winner}",
-            )
-            # Its pods are looked for a little longer: none may start elsewhere.
+                await eventually(
+                    functools.partial(_copy, seen[name][winner]),
+                    head_and_worker,
+                    within=120,
+                    what=f"RayService {name}'s head and worker in {winner}",
+                )
+            # Their pods are looked for a little longer: none may start elsewhere.
             await asyncio.sleep(2)
         finally:
-            watch.cancel()
-        assert not any(pods for w, pods in seen.items() if w != winner), seen
+            for watch in watches:
+                watch.cancel()
+        for name in names:
+            elsewhere = {w: p for w, p in seen[name].items() if w != winners[name] and p}
+            assert not elsewhere, seen[name]
+
+        # The manager cluster's RayService is MultiKueue's, and made no pod there.
+        manager = system.kubeconfigs[MANAGER_CLUSTER]
+        shown = await get_json(manager, "rayservices.v1.ray.io", through_cluster, "-n", "team-a")
+        assert RAY_SERVICE.managed_by(shown) == MULTIKUEUE_CONTROLLER
+        manager_pods = await get_json(manager, "pods", "-n", "team-a", "-l", "ray.io/is-ray-node")
+        assert manager_pods["items"] == []
+
+
+def _sample_rayservice(name: str) -> dict[str, Any]:
+    """Kueue's sample RayService, named, in the e2e's team namespace."""
+    service: dict[str, Any] = yaml.safe_load(SERVICE_SAMPLE.read_text())
+    service["metadata"].update(name=name, namespace="team-a")
+    return service
 
 
 async def _copy(pods: set[str]) -> set[str]:
