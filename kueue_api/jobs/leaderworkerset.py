@@ -40,12 +40,10 @@ from kueue_api.jobs.pod import (
     SERVING_ANNOTATION,
 )
 from kueue_api.jobs.pod_parent import (
-    GROUP_WORKLOAD_ANNOTATIONS,
-    JOB_OWNER_GVK_ANNOTATION,
-    JOB_OWNER_NAME_ANNOTATION,
-    MULTIKUEUE_ORIGIN_UID_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
     UpdateContext,
+    group_workload_annotations,
+    owner_uid,
     queue_name_problems,
     replicas,
     serving_update_problems,
@@ -130,15 +128,7 @@ class LeaderWorkerSet:
         """ValidateUpdate: the queue name never changes; the priority class as for a
         StatefulSet; while Kueue manages the set, neither template's pod spec changes shape,
         nor does a leader template come or go."""
-        problems = [p for p in serving_update_problems(old, new) if "queue-name" not in p]
-        old_queue = labels_of(old).get(QUEUE_NAME_LABEL) or ""
-        new_queue = labels_of(new).get(QUEUE_NAME_LABEL) or ""
-        if old_queue != new_queue:
-            problems.insert(
-                0,
-                f"metadata.labels[{QUEUE_NAME_LABEL}]: Invalid value: {new_queue!r}: "
-                "field is immutable",
-            )
+        problems = serving_update_problems(old, new, queue_mutable_while_suspended=False)
         if not context.managed:
             return problems
         old_leader = field_at(old, (*_TEMPLATES, "leaderTemplate"))
@@ -171,20 +161,12 @@ class LeaderWorkerSet:
             checks.pod_template(templates["leaderTemplate"], _LEADER_PATH)
         checks.pod_template(templates.get("workerTemplate"), _WORKER_PATH)
 
-    def owner_uid(self, obj: JsonObject) -> str:
-        """GetOwnerUID: a MultiKueue copy names its Workloads after the manager's set."""
-        if MULTIKUEUE_ORIGIN_LABEL in labels_of(obj):
-            origin = annotations_of(obj).get(MULTIKUEUE_ORIGIN_UID_ANNOTATION)
-            if origin:
-                return origin
-        return str((obj.get("metadata") or {}).get("uid") or "")
-
     def group_workload_name(self, obj: JsonObject, index: int | str) -> str:
         """GetWorkloadName: Kueue's name for group `index`, `<set>-<index>` as the owner name
         with the set's uid and kind."""
         name = str((obj.get("metadata") or {}).get("name") or "")
         return workload_name_for_owner(
-            f"{name}-{index}", self.owner_uid(obj), self.resource.kind, self.resource.group
+            f"{name}-{index}", owner_uid(obj), self.resource.kind, self.resource.group
         )
 
     def workload_names(self, obj: JsonObject) -> list[str]:
@@ -225,9 +207,7 @@ class LeaderWorkerSet:
         """constructWorkload's annotations: a pod group's, owned by this set, for group
         `index`."""
         return {
-            **GROUP_WORKLOAD_ANNOTATIONS,
-            JOB_OWNER_GVK_ANNOTATION: f"{self.resource.api_version}, Kind={self.resource.kind}",
-            JOB_OWNER_NAME_ANNOTATION: str((obj.get("metadata") or {}).get("name") or ""),
+            **group_workload_annotations(self.resource, obj),
             COMPONENT_INDEX_ANNOTATION: str(index),
         }
 

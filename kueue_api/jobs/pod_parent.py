@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from kueue_api.api_resources import ResourceType
 from kueue_api.jobs.base import (
+    MULTIKUEUE_ORIGIN_LABEL,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
     annotations_of,
@@ -179,15 +180,20 @@ def queue_name_problems(obj: JsonObject) -> list[str]:
     ]
 
 
-def serving_update_problems(old: JsonObject, new: JsonObject) -> list[str]:
-    """What both kinds refuse on update (ValidateUpdate of deployment_webhook.go and
-    statefulset_webhook.go): the queue name changes only while no replica is ready, and is
-    never removed; a priority class is never removed, nor added while replicas are ready."""
+def serving_update_problems(
+    old: JsonObject, new: JsonObject, *, queue_mutable_while_suspended: bool = True
+) -> list[str]:
+    """What the serving kinds refuse on update (ValidateUpdate of deployment_webhook.go,
+    statefulset_webhook.go and leaderworkerset_webhook.go): the queue name changes only while
+    no replica is ready (never, for a LeaderWorkerSet: `queue_mutable_while_suspended`
+    False), and is never removed; a priority class is never removed, nor added while replicas
+    are ready."""
     problems = queue_name_problems(new)
     suspended = ready_replicas(old) == 0
     old_queue = labels_of(old).get(QUEUE_NAME_LABEL) or ""
     new_queue = labels_of(new).get(QUEUE_NAME_LABEL) or ""
-    if (not suspended or not new_queue) and new_queue != old_queue:
+    mutable = queue_mutable_while_suspended and suspended and bool(new_queue)
+    if not mutable and new_queue != old_queue:
         problems.append(f"{_QUEUE_PATH}: Invalid value: {new_queue!r}: field is immutable")
     old_priority = labels_of(old).get(PRIORITY_CLASS_LABEL) or ""
     new_priority = labels_of(new).get(PRIORITY_CLASS_LABEL) or ""
@@ -256,3 +262,23 @@ def shape_problems(old: JsonObject, new: JsonObject, path: str) -> list[str]:
             continue
         problems.append(f"{path}.{key}: Invalid value: {new_shape.get(key)!r}: field is immutable")
     return problems
+
+
+def owner_uid(obj: JsonObject) -> str:
+    """GetOwnerUID: the uid a parent's Workloads are named after; a MultiKueue copy's are
+    named after the manager's object, whose uid its origin annotation carries."""
+    if MULTIKUEUE_ORIGIN_LABEL in labels_of(obj):
+        origin = annotations_of(obj).get(MULTIKUEUE_ORIGIN_UID_ANNOTATION)
+        if origin:
+            return origin
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def group_workload_annotations(resource: ResourceType, obj: JsonObject) -> dict[str, str]:
+    """What a parent's reconciler annotates its pod group's Workload with: a group's, owned
+    by `obj` (schema.GroupVersionKind's String form, and its name)."""
+    return {
+        **GROUP_WORKLOAD_ANNOTATIONS,
+        JOB_OWNER_GVK_ANNOTATION: f"{resource.api_version}, Kind={resource.kind}",
+        JOB_OWNER_NAME_ANNOTATION: str((obj.get("metadata") or {}).get("name") or ""),
+    }

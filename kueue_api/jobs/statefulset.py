@@ -36,15 +36,13 @@ from kueue_api.jobs.pod import (
     SERVING_ANNOTATION,
 )
 from kueue_api.jobs.pod_parent import (
-    GROUP_WORKLOAD_ANNOTATIONS,
-    JOB_OWNER_GVK_ANNOTATION,
-    JOB_OWNER_NAME_ANNOTATION,
-    MULTIKUEUE_ORIGIN_UID_ANNOTATION,
     SUSPENDED_BY_PARENT_ANNOTATION,
     UpdateContext,
+    group_workload_annotations,
     is_on_hold,
     managed_by_another_framework,
     mark_template,
+    owner_uid,
     queue_name_problems,
     replicas,
     serving_update_problems,
@@ -128,20 +126,11 @@ class StatefulSet:
         checks.require_mapping(spec.get("selector"), "spec.selector")
         checks.pod_template(spec.get("template"), "spec.template")
 
-    def owner_uid(self, obj: JsonObject) -> str:
-        """GetOwnerUID: a MultiKueue copy names its Workload after the manager's set."""
-        meta = obj.get("metadata") or {}
-        if MULTIKUEUE_ORIGIN_LABEL in labels_of(obj):
-            origin = annotations_of(obj).get(MULTIKUEUE_ORIGIN_UID_ANNOTATION)
-            if origin:
-                return origin
-        return str(meta.get("uid") or "")
-
     def workload_name(self, obj: JsonObject) -> str:
         """GetWorkloadName: Kueue's name for an owner of this kind."""
         name = str((obj.get("metadata") or {}).get("name") or "")
         return workload_name_for_owner(
-            name, self.owner_uid(obj), self.resource.kind, self.resource.group
+            name, owner_uid(obj), self.resource.kind, self.resource.group
         )
 
     def parent_workload_name(self, obj: JsonObject) -> str | None:
@@ -168,11 +157,7 @@ class StatefulSet:
     def workload_annotations(self, obj: JsonObject, index: int) -> dict[str, str]:
         """What constructWorkload annotates its Workload with: a pod group's, owned by this
         set (schema.GroupVersionKind's String form)."""
-        return {
-            **GROUP_WORKLOAD_ANNOTATIONS,
-            JOB_OWNER_GVK_ANNOTATION: f"{self.resource.api_version}, Kind={self.resource.kind}",
-            JOB_OWNER_NAME_ANNOTATION: str((obj.get("metadata") or {}).get("name") or ""),
-        }
+        return group_workload_annotations(self.resource, obj)
 
     def priority_class_name(self, obj: JsonObject) -> str | None:
         return labels_of(obj).get(PRIORITY_CLASS_LABEL) or None

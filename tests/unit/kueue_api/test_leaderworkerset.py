@@ -317,6 +317,14 @@ def test_the_queue_name_never_changes_and_a_managed_sets_pods_keep_their_shape()
     answer = validate(_update(old, requeued), SETTINGS.frameworks, View(), SETTINGS)
     assert not answer.allowed
     assert f"metadata.labels[{QUEUE_NAME_LABEL}]" in answer.message
+    # Kueue checks the new name as at creation too (validateCreate in ValidateUpdate).
+    requeued["metadata"]["labels"][QUEUE_NAME_LABEL] = "queue_name"
+    problems = LWS.update_problems(old, requeued, UpdateContext(managed=True))
+    queue_path = f"metadata.labels[{QUEUE_NAME_LABEL}]: Invalid value: 'queue_name': "
+    assert [p.removeprefix(queue_path)[:20] for p in problems] == [
+        "a lowercase RFC 1123",
+        "field is immutable",
+    ]
     resized = copy.deepcopy(old)
     worker = templates_of(resized)["workerTemplate"]["spec"]["containers"][0]
     worker["resources"] = {"requests": {"cpu": "2"}}
