@@ -117,9 +117,10 @@ class JobKind(Protocol):
         """A merge patch that suspends a job of this kind."""
         ...
 
-    def pod_selector(self, name: str) -> str:
-        """The label selector of the pods of the job called `name` (Kueue's
-        PodLabelSelector), to find them and their logs."""
+    def pod_selector(self, job: JsonObject) -> str:
+        """The label selector of the job's pods (Kueue's PodLabelSelector), to find them and
+        their logs; empty when it cannot tell yet (a RayService before its cluster is named),
+        which the caller must not read as "every pod"."""
         ...
 
     def is_active(self, job: JsonObject) -> bool:
@@ -173,6 +174,10 @@ class JobKind(Protocol):
     ) -> bool:
         """Whether the worker copy's status is copied onto the manager's job now."""
         ...
+
+
+def name_of(obj: JsonObject) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 def labels_of(obj: JsonObject) -> dict[str, str]:
@@ -375,8 +380,8 @@ class QueueLabelledJob:
         set_field(result, self.managed_by_path, controller)
         return result
 
-    def pod_selector(self, name: str) -> str:
-        return f"{self.pod_owner_label}={name}"
+    def pod_selector(self, job: JsonObject) -> str:
+        return f"{self.pod_owner_label}={name_of(job)}"
 
     def admission_problems(self, job: JsonObject, old: JsonObject | None) -> list[FieldError]:
         return []

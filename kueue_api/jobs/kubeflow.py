@@ -22,6 +22,7 @@ from kueue_api.jobs.base import (
     PodSetInfo,
     QueueLabelledJob,
     merge_into_template,
+    name_of,
     restore_template,
     true_condition,
 )
@@ -77,10 +78,10 @@ class KubeflowJob(QueueLabelledJob):
         ) or {}
         return scheduling.get("priorityClass") or super().pod_priority_class_name(job)
 
-    def pod_selector(self, name: str) -> str:
+    def pod_selector(self, job: JsonObject) -> str:
         """Kueue's PodLabelSelector: the job's name and the kind's operator, since every
         Kubeflow kind labels its pods with the same job-name label."""
-        return f"{JOB_NAME_LABEL}={name},{OPERATOR_NAME_LABEL}={self.operator_name}"
+        return f"{JOB_NAME_LABEL}={name_of(job)},{OPERATOR_NAME_LABEL}={self.operator_name}"
 
     def _replica_specs(self, job: JsonObject) -> dict[str, JsonObject]:
         return dict((job.get("spec") or {}).get(self.replica_specs_field) or {})

@@ -54,9 +54,6 @@ VERSION = "v1"
 KUBERAY_CONTROLLER = "ray.io/kuberay-operator"
 # rayutils.RayClusterLabelKey: on every pod of a cluster, with the cluster's name.
 RAY_CLUSTER_LABEL = "ray.io/cluster"
-# rayutils.RayOriginatedFromCRNameLabelKey: the RayService (or RayJob) a cluster's pods were
-# made for.
-ORIGINATED_FROM_NAME_LABEL = "ray.io/originated-from-cr-name"
 # rayutils.RayFTEnabledAnnotationKey: GCS fault tolerance asked by annotation.
 FT_ENABLED_ANNOTATION = "ray.io/ft-enabled"
 HEAD_POD_SET = "head"
@@ -417,14 +414,12 @@ class RayService(_RayKind):
     Kueue v0.17): its cluster's podSets, from `spec.rayClusterConfig`, whose `suspend` is the
     one Kueue holds (not `spec.suspend`, whatever Kueue's page on RayServices says). A Ray
     Serve deployment never finishes; it is active, and its pods ready, while its `Ready`
-    condition is true. KubeRay names the cluster it runs at run time (in the service's
-    status), and that name is all its pods carry: Kueue's PodLabelSelector reads it from the
-    status. By the service's name alone (pod_selector) this layer selects what KubeRay labels
-    with it, the service's RayClusters and Services, none of their pods."""
+    condition is true. KubeRay names the cluster it runs at run time, in the service's
+    status, and that name is all its pods carry (not the service's)."""
 
     resource = ResourceType(GROUP, VERSION, "rayservices", "RayService", True)
     framework = "ray.io/rayservice"
-    pod_owner_label = ORIGINATED_FROM_NAME_LABEL
+    pod_owner_label = RAY_CLUSTER_LABEL
     pod_priority_class_field = "spec.rayClusterConfig.headGroupSpec.template.spec.priorityClassName"
     cluster_path = ("spec", "rayClusterConfig")
     suspend_path = ("spec", "rayClusterConfig", "suspend")
@@ -440,6 +435,12 @@ class RayService(_RayKind):
     def _ready(self, job: JsonObject) -> bool:
         conditions = (job.get("status") or {}).get("conditions") or []
         return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    def pod_selector(self, job: JsonObject) -> str:
+        """PodLabelSelector: the pods of the cluster the status names active; none until
+        KubeRay has named one."""
+        cluster = field_at(job, ("status", "activeServiceStatus", "rayClusterName"))
+        return f"{self.pod_owner_label}={cluster}" if cluster else ""
 
     def is_active(self, job: JsonObject) -> bool:
         return self._ready(job)

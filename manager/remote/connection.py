@@ -672,11 +672,17 @@ class ClusterConnection:
             raise Unreachable("ConnectionReset", f"cluster {self.name}: {error!r}") from error
 
     async def pod_logs(self, namespace: str, job_name: str, kind: str) -> list[tuple[str, str]]:
-        """Logs of the pods of a job of `kind` (WorkloadRow.kind), by pod."""
+        """Logs of the pods of a job of `kind` (WorkloadRow.kind), by pod: those its kind's
+        selector finds from the worker's copy (a RayService's name its cluster in the status
+        alone); none while the selector cannot tell."""
         if self._api is None:
             raise Unreachable("NotConnected", f"cluster {self.name} is not connected")
         core = client.CoreV1Api(self._api)
-        selector = self._settings.kinds.named(kind).pod_selector(job_name)
+        job_kind = self._settings.kinds.named(kind)
+        copy = self.caches.get(job_kind.resource.plural, {}).get((namespace, job_name))
+        selector = job_kind.pod_selector(copy or {"metadata": {"name": job_name}})
+        if not selector:
+            return []
 
         async def read() -> list[tuple[str, str]]:
             pods = await core.list_namespaced_pod(namespace, label_selector=selector)

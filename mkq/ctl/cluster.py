@@ -147,9 +147,12 @@ async def pod_selector_for(client: KubeClient, target: str, namespace: str) -> s
         raise CtlError(
             f"--for {target!r}: unknown job type {type_name!r} (one of: {known}, workload)"
         )
-    await get(client, rt, name, namespace)
+    job = await get(client, rt, name, namespace)
     kind = next(k for k in JOB_KINDS if k.resource == rt)
-    return kind.pod_selector(name)
+    selector = kind.pod_selector(job)
+    if not selector:
+        raise CtlError(f"--for {target}: its pods cannot be told yet (its status names none)")
+    return selector
 
 
 async def pods_table(client: KubeClient, namespace: str | None, selector: str) -> JsonObject:

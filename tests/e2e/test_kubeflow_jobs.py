@@ -73,7 +73,7 @@ async def pods_seen(
                     "-n",
                     "team-a",
                     "-l",
-                    kind.pod_selector(name),
+                    kind.pod_selector({"metadata": {"name": name}}),
                 )
                 seen[worker].update(p["metadata"]["name"] for p in pods["items"])
                 for pod in pods["items"]:
@@ -126,5 +126,5 @@ async def outcome_shown_on_manager(system: Any, kind: JobKind, name: str) -> Non
     finish = kind.finished(shown)
     assert finish is not None and finish.succeeded, shown["status"]
     assert kind.managed_by(shown) == "kueue.x-k8s.io/multikueue"
-    manager_pods = await get_json(manager, "pods", "-n", "team-a", "-l", kind.pod_selector(name))
+    manager_pods = await get_json(manager, "pods", "-n", "team-a", "-l", kind.pod_selector(shown))
     assert manager_pods["items"] == []

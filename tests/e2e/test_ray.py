@@ -87,7 +87,7 @@ async def test_a_raycluster_runs_in_one_worker_with_its_status_on_the_manager(
             what="the worker's RayCluster status on the manager cluster",
         )
         assert RAY_CLUSTER.managed_by(shown) == MULTIKUEUE_CONTROLLER
-        selector = RAY_CLUSTER.pod_selector(through_cluster)
+        selector = RAY_CLUSTER.pod_selector(shown)
         manager_pods = await get_json(manager, "pods", "-n", "team-a", "-l", selector)
         assert manager_pods["items"] == []
 

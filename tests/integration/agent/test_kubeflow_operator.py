@@ -138,7 +138,7 @@ async def _runs_once_admitted(client: KubeClient, job: Obj, pod_sets: list[Any])
     )
     admitted = condition(final, "Admitted")
     assert admitted is not None and is_true(final, "Admitted"), final["status"]
-    pods, _ = await client.list(PODS, namespace, label_selector=kind.pod_selector(name))
+    pods, _ = await client.list(PODS, namespace, label_selector=kind.pod_selector(created))
     assert len(pods) == sum(count for _, count in pod_sets), what
     # Nothing ran before the admission: every pod was made after it.
     assert all(

@@ -98,7 +98,7 @@ async def test_kueues_sample_mpijob_runs_only_once_admitted(backend: str) -> Non
 
 async def _runs_once_admitted(client: KubeClient, job: Obj) -> None:
     name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-    selector = MPI_JOB.pod_selector(name)
+    selector = MPI_JOB.pod_selector(job)
 
     async def running_pods() -> list[Obj] | None:
         """Its launcher and workers, once all three run."""

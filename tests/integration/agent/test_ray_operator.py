@@ -162,7 +162,7 @@ async def _running_pods(client: KubeClient, namespace: str, selector: str, count
 
 async def _cluster_ready_once_admitted(client: KubeClient, job: Obj) -> None:
     name, namespace = job["metadata"]["name"], job["metadata"]["namespace"]
-    selector = RAY_CLUSTER.pod_selector(name)
+    selector = RAY_CLUSTER.pod_selector(job)
     pods = await eventually(
         lambda: _running_pods(client, namespace, selector, 2),
         within=180,
@@ -203,7 +203,7 @@ async def _service_runs_once_admitted(client: KubeClient, service: Obj) -> None:
             for which in ("activeServiceStatus", "pendingServiceStatus")
         ]
         for cluster_name in filter(None, named):
-            selector = RAY_CLUSTER.pod_selector(cluster_name)
+            selector = RAY_CLUSTER.pod_selector({"metadata": {"name": cluster_name}})
             pods = await _running_pods(client, namespace, selector, 2)
             if pods is not None:
                 return pods
@@ -251,7 +251,9 @@ async def _job_runs_once_admitted(client: KubeClient, job: Obj) -> None:
         current = await cluster_name()
         if current is None:
             return None
-        pods = await _running_pods(client, namespace, RAY_CLUSTER.pod_selector(current), 2)
+        pods = await _running_pods(
+            client, namespace, RAY_CLUSTER.pod_selector({"metadata": {"name": current}}), 2
+        )
         return (current, pods) if pods is not None else None
 
     try:
@@ -284,7 +286,7 @@ async def _job_runs_once_admitted(client: KubeClient, job: Obj) -> None:
     # waits for the Ray job's end from the dashboard, which KWOK's head has not, and after its
     # 30 s grace it ends the RayJob Failed; Kueue's rule reads that as finished.
     async def submitter_pod() -> Obj | None:
-        pods, _ = await client.list(PODS, namespace, label_selector=RAY_JOB.pod_selector(name))
+        pods, _ = await client.list(PODS, namespace, label_selector=RAY_JOB.pod_selector(job))
         return pods[0] if pods else None
 
     pod = await eventually(submitter_pod, within=60, what=f"RayJob {name}'s submitter pod")

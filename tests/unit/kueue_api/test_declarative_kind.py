@@ -119,8 +119,10 @@ def test_its_identity_comes_from_the_entry() -> None:
     assert kind.resource.api_version == "example.com/v1"
     assert (kind.resource.plural, kind.resource.kind) == ("trainers", "Trainer")
     assert kind.framework == "example.com/trainer"
-    assert kind.pod_selector("t1") == "example.com/trainer-name=t1"
-    assert kind_of_spec(SERVER).pod_selector("s1") == "example.com/server=s1"
+    assert kind.pod_selector({"metadata": {"name": "t1"}}) == "example.com/trainer-name=t1"
+    assert (
+        kind_of_spec(SERVER).pod_selector({"metadata": {"name": "s1"}}) == "example.com/server=s1"
+    )
     assert kind.pod_priority_class_field == "spec.template.spec.priorityClassName"
 
 

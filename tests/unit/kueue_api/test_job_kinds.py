@@ -189,7 +189,7 @@ def test_kinds_do_not_share_a_resource_a_framework_or_a_pod_selector() -> None:
     frameworks = [kind.framework for kind in KINDS]
     assert len(set(frameworks)) == len(frameworks)
     # Kubeflow's kinds share the job-name label; their selectors name the operator too.
-    selectors = [kind.pod_selector("x") for kind in KINDS]
+    selectors = [kind.pod_selector({"metadata": {"name": "x"}}) for kind in KINDS]
     assert len(set(selectors)) == len(selectors)
     plurals = [(kind.resource.group, kind.resource.plural) for kind in KINDS]
     assert len(set(plurals)) == len(plurals)

@@ -276,7 +276,7 @@ def test_active_and_started_from_the_replica_statuses() -> None:
 
 
 def test_each_kind_has_its_own_pod_selector_and_framework() -> None:
-    assert PYTORCH_JOB.pod_selector("j") == (
+    assert PYTORCH_JOB.pod_selector({"metadata": {"name": "j"}}) == (
         "training.kubeflow.org/job-name=j,training.kubeflow.org/operator-name=pytorchjob-controller"
     )
     assert [kind.framework for kind in KUBEFLOW_JOBS] == [

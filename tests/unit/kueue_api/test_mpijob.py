@@ -40,7 +40,7 @@ def test_its_api_identity_and_registration() -> None:
     assert kind_of(mpijob({})) is MPI_JOB
     # The training operator's MPIJob v1 is another API: not this kind.
     assert kind_of({**mpijob({}), "apiVersion": "kubeflow.org/v1"}) is None
-    assert MPI_JOB.pod_selector("pi") == (
+    assert MPI_JOB.pod_selector({"metadata": {"name": "pi"}}) == (
         "training.kubeflow.org/job-name=pi,training.kubeflow.org/operator-name=mpi-operator"
     )
 

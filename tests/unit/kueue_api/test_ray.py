@@ -102,9 +102,9 @@ def test_their_api_identity_and_registration() -> None:
     assert (RAY_JOB.framework, RAY_CLUSTER.framework) == ("ray.io/rayjob", "ray.io/raycluster")
     assert kind_of(raycluster(cluster_spec())) is RAY_CLUSTER
     assert kind_of(rayjob(cluster_spec())) is RAY_JOB
-    assert RAY_CLUSTER.pod_selector("rc") == "ray.io/cluster=rc"
+    assert RAY_CLUSTER.pod_selector({"metadata": {"name": "rc"}}) == "ray.io/cluster=rc"
     # A RayJob's cluster is named at run time; its submitter Job carries the job's name.
-    assert RAY_JOB.pod_selector("rj") == "batch.kubernetes.io/job-name=rj"
+    assert RAY_JOB.pod_selector({"metadata": {"name": "rj"}}) == "batch.kubernetes.io/job-name=rj"
 
 
 # TestBuildPodSets and TestPodSets ("no annotations", "spec with worker group without replicas
@@ -675,9 +675,10 @@ def test_kueues_rayservice_sample_queues_a_head_and_its_workers() -> None:
     assert kind_of(sample) is RAY_SERVICE and kind_named("RayService") is RAY_SERVICE
     RAY_SERVICE.check(sample)
     assert [p["name"] for p in RAY_SERVICE.pod_sets(sample)] == ["head", "small-group"]
-    assert RAY_SERVICE.pod_selector("test-rayservice") == (
-        "ray.io/originated-from-cr-name=test-rayservice"
-    )
+    # Its pods carry only the name of the cluster KubeRay runs it on, once the status names it.
+    assert RAY_SERVICE.pod_selector(sample) == ""
+    running = {**sample, "status": {"activeServiceStatus": {"rayClusterName": "svc-abc"}}}
+    assert RAY_SERVICE.pod_selector(running) == "ray.io/cluster=svc-abc"
     assert load_text(yaml.safe_dump(sample), "sample.yaml").ok
     queued = {**sample, "metadata": {**sample["metadata"]}}
     queued["spec"] = {**sample["spec"], "rayClusterConfig": {**sample["spec"]["rayClusterConfig"]}}
