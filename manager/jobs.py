@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
-from kueue_api.jobs import BUILT_IN, JobKind, JobKinds, pod_parent_of
+from kueue_api.jobs import BUILT_IN, DispatchedKind, JobKinds, pod_parent_of
 from kueue_api.jobs.base import MULTIKUEUE_ORIGIN_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from kueue_api.jobs.checks import (
     ManifestError,
@@ -57,7 +57,7 @@ class SubmittedJob:
         }
 
 
-def parse_job(manifest: Any, kinds: JobKinds = BUILT_IN) -> SubmittedJob:
+def parse_job(manifest: Any, kinds: JobKinds[DispatchedKind] = BUILT_IN) -> SubmittedJob:
     """Check a manifest of one of `kinds` (kueue_api.jobs: the built-in ones and the
     Configuration's declared ones) well enough to dispatch it; raise ManifestError otherwise."""
     body = require_mapping(_whole_numbers(manifest), "(body)")
@@ -145,14 +145,14 @@ def _whole_numbers(value: Any) -> Any:
     return value
 
 
-def workload_name(kind: JobKind, name: str, uid: str) -> str:
+def workload_name(kind: DispatchedKind, name: str, uid: str) -> str:
     """Kueue's name for the Workload of a `kind` object (kueue_api.workload_names), the same
     on the manager cluster, in every worker and in the agent."""
     return workload_name_for_owner(name, uid, kind.resource.kind, kind.resource.group)
 
 
 def workload_copy(
-    kind: JobKind,
+    kind: DispatchedKind,
     manifest: Mapping[str, Any],
     *,
     workload_name: str,

@@ -20,7 +20,14 @@ from typing import Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from kueue_api.jobs import JobKinds, declared_problems, declaring
+from kueue_api.jobs import (
+    DispatchedKind,
+    JobKind,
+    JobKinds,
+    declared_problems,
+    declaring,
+    dispatching,
+)
 from kueue_api.models.config import (
     MULTIKUEUE_DISPATCHER_ALL_AT_ONCE,
     MULTIKUEUE_DISPATCHER_INCREMENTAL,
@@ -141,12 +148,21 @@ class ManagerSettings(BaseSettings):
         return value
 
     @functools.cached_property
-    def _kinds(self) -> JobKinds:
+    def _kinds(self) -> JobKinds[JobKind]:
         return declaring(self.declarative_kinds)
 
-    def job_kinds(self) -> JobKinds:
-        """The kinds this manager dispatches: the built-in ones and the declared ones."""
+    @functools.cached_property
+    def _dispatched(self) -> JobKinds[DispatchedKind]:
+        return dispatching(self._kinds)
+
+    def job_kinds(self) -> JobKinds[JobKind]:
+        """The job kinds of the manager cluster: the built-in ones and the declared ones."""
         return self._kinds
+
+    def dispatched_kinds(self) -> JobKinds[DispatchedKind]:
+        """The kinds this manager takes through its REST API and dispatches: the job kinds
+        and the pod groups (kueue_api.jobs.dispatching)."""
+        return self._dispatched
 
     @field_validator("dispatcher", mode="before")
     @classmethod
@@ -175,7 +191,7 @@ class ManagerSettings(BaseSettings):
             probe_seconds=self.health_probe_seconds,
             probe_timeout=self.health_probe_timeout_seconds,
             request_timeout=self.worker_request_timeout_seconds,
-            kinds=self.job_kinds(),
+            kinds=self.dispatched_kinds(),
         )
 
 

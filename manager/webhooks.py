@@ -16,7 +16,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from kueue_api.jobs import KINDS
+from kueue_api.jobs import KINDS, JobKind, JobKinds
 from kueue_api.webhooks.configurations import webhook_configurations
 from kueue_api.webhooks.mutation import Defaulting
 from kueue_api.webhooks.server import Certificates, WebhookServer, admission_handlers
@@ -58,10 +58,11 @@ def _body(response: Any) -> JsonObject:
 class ConnectionCertStore:
     """kueue_api.webhooks.server.CertStore through the manager cluster's connection."""
 
-    def __init__(self, connection: ClusterConnection, namespace: str, url: str) -> None:
+    def __init__(
+        self, connection: ClusterConnection, kinds: JobKinds[JobKind], namespace: str, url: str
+    ) -> None:
         self._connection = connection
         self._namespace = namespace
-        kinds = connection.kinds
         self._configurations = webhook_configurations(
             namespace,
             url=url,
@@ -132,20 +133,26 @@ class ConnectionCertStore:
 
 
 def manager_webhook_server(
-    connection: ClusterConnection, namespace: str, *, host: str, port: int, url: str
+    connection: ClusterConnection,
+    kinds: JobKinds[JobKind],
+    namespace: str,
+    *,
+    host: str,
+    port: int,
+    url: str,
 ) -> WebhookServer:
     """The manager cluster's webhooks, reached by kube-apiserver at `url`."""
     view = ConnectionView(connection)
     defaulting = Defaulting(
-        kinds=connection.kinds,
-        frameworks=connection.kinds.frameworks,
+        kinds=kinds,
+        frameworks=kinds.frameworks,
         multikueue=True,
         excluded_namespaces=frozenset({"kube-system", namespace}),
     )
 
     return WebhookServer(
         admission_handlers(view, defaulting),
-        ConnectionCertStore(connection, namespace, url),
+        ConnectionCertStore(connection, kinds, namespace, url),
         host=host,
         port=port,
         names=["127.0.0.1", "localhost"],

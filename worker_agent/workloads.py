@@ -19,8 +19,11 @@ from kueue_api.jobs.pod_parent import ON_HOLD_REASON, is_on_hold
 from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
 from kueue_api.priority import (
+    DEFAULT_WORKLOAD_PRIORITY_CLASS,
+    WORKLOAD_PRIORITY_CLASS,
     Priority,
     PriorityClassNotFound,
+    PriorityClassRef,
     pod_priority_class,
     resolve_priority,
 )
@@ -166,6 +169,33 @@ def new_workload(
     if parameters:
         workload["metadata"]["annotations"] = parameters
     return workload
+
+
+def priority_outdated(workload: JsonObject, job_class: str | None) -> bool:
+    """UpdateWorkloadPriority's test (pkg/controller/jobframework/reconciler.go): the
+    Workload has no priority class, or a WorkloadPriorityClass, and its job's label names
+    another (a PriorityClass from its pods is left as it is). A label-less job's Workload
+    holding the WorkloadPriorityClass `default` counts as current: that is where its
+    priority came from."""
+    ref = PriorityClassRef.from_json((workload.get("spec") or {}).get("priorityClassRef"))
+    if ref is not None and ref.kind != WORKLOAD_PRIORITY_CLASS:
+        return False
+    current = ref.name if ref is not None else ""
+    if not job_class and current == DEFAULT_WORKLOAD_PRIORITY_CLASS:
+        return False
+    return (job_class or "") != current
+
+
+def with_priority(workload: JsonObject, priority: Priority) -> JsonObject:
+    """A copy with `priority` as its class and value (PrepareWorkloadPriority)."""
+    result = json_copy(workload)
+    spec = result.setdefault("spec", {})
+    if priority.ref is not None:
+        spec["priorityClassRef"] = priority.ref.to_json()
+    else:
+        spec.pop("priorityClassRef", None)
+    spec["priority"] = priority.value
+    return result
 
 
 def adopt(workload: JsonObject, owner: JsonObject) -> JsonObject | None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kueue_api.errors import FieldError
-from kueue_api.jobs.base import Finish, JobKind, PodSetInfo
+from kueue_api.jobs.base import DispatchedKind, Finish, JobKind, PodSetInfo
 from kueue_api.jobs.batch_job import BatchJob
 from kueue_api.jobs.declarative import DeclarativeKind, spec_problems
 from kueue_api.jobs.deployment import Deployment
@@ -22,7 +22,7 @@ from kueue_api.jobs.jobset import JobSet
 from kueue_api.jobs.kubeflow import KUBEFLOW_JOBS, KubeflowJob
 from kueue_api.jobs.leaderworkerset import LeaderWorkerSet
 from kueue_api.jobs.mpijob import MPI_JOB
-from kueue_api.jobs.pod_parent import PodGroupParentKind, PodParentKind
+from kueue_api.jobs.pod_parent import DispatchedPodGroup, PodGroupParentKind, PodParentKind
 from kueue_api.jobs.ray import RAY_CLUSTER, RAY_JOB, RAY_SERVICE
 from kueue_api.jobs.statefulset import StatefulSet
 from kueue_api.models.config import Configuration, DeclarativeKindSpec
@@ -31,6 +31,7 @@ __all__ = [
     "BATCH_JOB",
     "BUILT_IN",
     "DEPLOYMENT",
+    "DISPATCHED_POD_GROUPS",
     "JOBSET",
     "KINDS",
     "LEADER_WORKER_SET",
@@ -43,6 +44,8 @@ __all__ = [
     "STATEFULSET",
     "BatchJob",
     "DeclarativeKind",
+    "DispatchedKind",
+    "DispatchedPodGroup",
     "Finish",
     "JobKind",
     "JobKinds",
@@ -53,6 +56,7 @@ __all__ = [
     "PodSetInfo",
     "declared_problems",
     "declaring",
+    "dispatching",
     "job_kinds",
     "kind_named",
     "kind_of",
@@ -81,29 +85,35 @@ POD_PARENT_KINDS: tuple[PodParentKind, ...] = (DEPLOYMENT, STATEFULSET, LEADER_W
 # Those whose pods are pod groups, with Workloads their reconciler builds (the agent's
 # worker_agent.controllers.pod_parents).
 POD_GROUP_PARENTS: tuple[PodGroupParentKind, ...] = (STATEFULSET, LEADER_WORKER_SET)
+# The pod groups the manager dispatches (each through its REST API: DispatchedPodGroup).
+DISPATCHED_POD_GROUPS: tuple[DispatchedKind, ...] = (DispatchedPodGroup(STATEFULSET),)
 _PARENTS_BY_KIND = {kind.resource.kind: kind for kind in POD_PARENT_KINDS}
 
 
-@dataclass(frozen=True)
-class JobKinds:
-    """The job kinds one process runs: the built-in KINDS and those its Configuration declares.
-    Built once at start (`job_kinds`) and handed to whatever looks a kind up."""
+K = TypeVar("K", bound=DispatchedKind, covariant=True)
 
-    kinds: tuple[JobKind, ...]
-    _by_kind: dict[str, JobKind] = field(init=False, repr=False, compare=False)
+
+@dataclass(frozen=True)
+class JobKinds(Generic[K]):
+    """The job kinds one process runs: the built-in KINDS and those its Configuration declares
+    (JobKinds[JobKind]); for the manager's REST API and workers, also the pod groups it
+    dispatches (`dispatching`). Built once at start and handed to whatever looks a kind up."""
+
+    kinds: tuple[K, ...]
+    _by_kind: dict[str, K] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_kind", {kind.resource.kind: kind for kind in self.kinds})
 
-    def __iter__(self) -> Iterator[JobKind]:
+    def __iter__(self) -> Iterator[K]:
         return iter(self.kinds)
 
-    def named(self, kind: str) -> JobKind:
+    def named(self, kind: str) -> K:
         """The job kind called `kind` ("Job", "JobSet", "Trainer"...); KeyError for one not
         supported."""
         return self._by_kind[kind]
 
-    def of(self, manifest: Mapping[str, Any]) -> JobKind | None:
+    def of(self, manifest: Mapping[str, Any]) -> K | None:
         """The job kind of a manifest, by its apiVersion and kind; None when not supported."""
         found = self._by_kind.get(str(manifest.get("kind")))
         if found is None or manifest.get("apiVersion") != found.resource.api_version:
@@ -111,7 +121,7 @@ class JobKinds:
         return found
 
     @property
-    def declared(self) -> tuple[JobKind, ...]:
+    def declared(self) -> tuple[K, ...]:
         """The kinds a Configuration declared (not built in)."""
         return tuple(kind for kind in self.kinds if isinstance(kind, DeclarativeKind))
 
@@ -120,18 +130,24 @@ class JobKinds:
         return frozenset(kind.framework for kind in self.kinds)
 
 
-BUILT_IN = JobKinds(KINDS)
+BUILT_IN: JobKinds[JobKind] = JobKinds(KINDS)
 
 
-def job_kinds(configuration: Configuration | None) -> JobKinds:
+def job_kinds(configuration: Configuration | None) -> JobKinds[JobKind]:
     """The built-in kinds and those of a Configuration's `integrations.declarativeKinds`
     (checked when it loaded: kueue_api.validation)."""
     return declaring(configuration.integrations.declarative_kinds or () if configuration else ())
 
 
-def declaring(declared: Sequence[DeclarativeKindSpec]) -> JobKinds:
+def declaring(declared: Sequence[DeclarativeKindSpec]) -> JobKinds[JobKind]:
     """The built-in kinds and the declared ones (each checked: `declared_problems`)."""
     return JobKinds((*KINDS, *(DeclarativeKind(spec) for spec in declared)))
+
+
+def dispatching(kinds: JobKinds[JobKind]) -> JobKinds[DispatchedKind]:
+    """What the manager's REST API takes and its workers are given: `kinds` and the pod
+    groups it dispatches."""
+    return JobKinds((*kinds.kinds, *DISPATCHED_POD_GROUPS))
 
 
 def declared_problems(

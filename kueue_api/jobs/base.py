@@ -64,15 +64,16 @@ class Finish:
         return "Succeeded" if self.succeeded else "Failed"
 
 
-class JobKind(Protocol):
-    """One job kind. `job` arguments are Kubernetes JSON; results are new objects."""
+class DispatchedKind(Protocol):
+    """What the manager reads and writes of a kind it dispatches through its REST API and
+    workers (Kueue's MultiKueueAdapter): every JobKind, and a kind queued as a pod group,
+    which has no suspend field (kueue_api.jobs.pod_parent.DispatchedPodGroup). `job`
+    arguments are Kubernetes JSON; results are new objects."""
 
     # Its API resource (group, version, plural, kind).
     resource: ResourceType
     # Its name in Kueue's Configuration `integrations.frameworks` ("batch/job").
     framework: str
-    # The label its pods carry with the job's name (pod_selector finds them by it).
-    pod_owner_label: str
     # Where its pod templates name a PriorityClass (the field a missing class is blamed on).
     pod_priority_class_field: str
 
@@ -82,12 +83,6 @@ class JobKind(Protocol):
         ...
 
     def queue_name(self, job: JsonObject) -> str | None: ...
-
-    def prebuilt_workload_name(self, job: JsonObject) -> str | None: ...
-
-    def is_managed(self, job: JsonObject) -> bool:
-        """Whether Kueue queues this job: it names a LocalQueue or a prebuilt Workload."""
-        ...
 
     def priority_class_name(self, job: JsonObject) -> str | None: ...
 
@@ -102,29 +97,10 @@ class JobKind(Protocol):
         """The Workload's podSets for this job, in Workload JSON."""
         ...
 
-    def is_suspended(self, job: JsonObject) -> bool: ...
-
-    def managed_by(self, job: JsonObject) -> str | None:
-        """The controller the job names to run it (`spec.managedBy`, or where the kind keeps
-        it); None for the kind's own controller."""
-        ...
-
-    def with_managed_by(self, job: JsonObject, controller: str) -> JsonObject:
-        """A copy naming `controller` as the one to run it (Kueue's SetManagedBy)."""
-        ...
-
-    def suspend_patch(self) -> JsonObject:
-        """A merge patch that suspends a job of this kind."""
-        ...
-
     def pod_selector(self, job: JsonObject) -> str:
         """The label selector of the job's pods (Kueue's PodLabelSelector), to find them and
         their logs; empty when it cannot tell yet (a RayService before its cluster is named),
         which the caller must not read as "every pod"."""
-        ...
-
-    def is_active(self, job: JsonObject) -> bool:
-        """True while the job still has running pods (quota is released only after)."""
         ...
 
     def finished(self, job: JsonObject) -> Finish | None:
@@ -134,6 +110,38 @@ class JobKind(Protocol):
 
     def has_started(self, job: JsonObject) -> bool:
         """Whether any of its pods has run (a start time, or pods active or done)."""
+        ...
+
+    def worker_copy(
+        self, job: JsonObject, *, workload_name: str, origin: str, origin_uid: str = ""
+    ) -> JsonObject:
+        """The copy MultiKueue creates in the winning worker: suspended, no managedBy, no
+        server-set metadata or status, labelled with its origin and pointing at its Workload
+        (the prebuilt-workload-name label) so the worker's Kueue adopts the admitted one.
+        `origin_uid` is the manager's object's uid, which a kind whose Workloads are named
+        after it on the worker carries along (Kueue's multikueue-origin-uid annotation)."""
+        ...
+
+
+class JobKind(DispatchedKind, Protocol):
+    """One job kind with a suspend field, as a worker's Kueue (the agent) runs it: queued by
+    its labels, held suspended, run with admission's placement."""
+
+    # The label its pods carry with the job's name (pod_selector finds them by it).
+    pod_owner_label: str
+
+    def prebuilt_workload_name(self, job: JsonObject) -> str | None: ...
+
+    def is_managed(self, job: JsonObject) -> bool:
+        """Whether Kueue queues this job: it names a LocalQueue or a prebuilt Workload."""
+        ...
+
+    def with_managed_by(self, job: JsonObject, controller: str) -> JsonObject:
+        """A copy naming `controller` as the one to run it (Kueue's SetManagedBy)."""
+        ...
+
+    def is_active(self, job: JsonObject) -> bool:
+        """True while the job still has running pods (quota is released only after)."""
         ...
 
     def pods_ready(self, job: JsonObject) -> bool:
@@ -163,10 +171,15 @@ class JobKind(Protocol):
         is None, else updated from `old`), beyond the queue-name rules every kind shares."""
         ...
 
-    def worker_copy(self, job: JsonObject, *, workload_name: str, origin: str) -> JsonObject:
-        """The copy MultiKueue creates in the winning worker: suspended, no managedBy, no
-        server-set metadata or status, labelled with its origin and pointing at its Workload
-        (the prebuilt-workload-name label) so the worker's Kueue adopts the admitted one."""
+    def is_suspended(self, job: JsonObject) -> bool: ...
+
+    def managed_by(self, job: JsonObject) -> str | None:
+        """The controller the job names to run it (`spec.managedBy`, or where the kind keeps
+        it); None for the kind's own controller."""
+        ...
+
+    def suspend_patch(self) -> JsonObject:
+        """A merge patch that suspends a job of this kind."""
         ...
 
     def status_mirrors_now(
@@ -386,7 +399,9 @@ class QueueLabelledJob:
     def admission_problems(self, job: JsonObject, old: JsonObject | None) -> list[FieldError]:
         return []
 
-    def worker_copy(self, job: JsonObject, *, workload_name: str, origin: str) -> JsonObject:
+    def worker_copy(
+        self, job: JsonObject, *, workload_name: str, origin: str, origin_uid: str = ""
+    ) -> JsonObject:
         copy = self.suspend(job)
         metadata = copy.setdefault("metadata", {})
         metadata["labels"] = {

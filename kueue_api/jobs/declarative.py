@@ -126,8 +126,12 @@ class DeclarativeKind(QueueLabelledJob):
         """A kind without a managedBy field has nowhere to name MultiKueue: unchanged."""
         return super().with_managed_by(job, controller) if self.has_managed_by else json_copy(job)
 
-    def worker_copy(self, job: JsonObject, *, workload_name: str, origin: str) -> JsonObject:
-        copy = super().worker_copy(job, workload_name=workload_name, origin=origin)
+    def worker_copy(
+        self, job: JsonObject, *, workload_name: str, origin: str, origin_uid: str = ""
+    ) -> JsonObject:
+        copy = super().worker_copy(
+            job, workload_name=workload_name, origin=origin, origin_uid=origin_uid
+        )
         if not self.has_managed_by:
             # The base class cleared `spec.managedBy`, a field this kind may have for itself.
             owner = field_at(job, self.managed_by_path[:-1])

@@ -80,6 +80,8 @@ class LeaderWorkerSet:
     framework = "leaderworkerset.x-k8s.io/leaderworkerset"
     # A group's Workload is deleted with its group, never held (filterWorkloads).
     on_hold_message: str | None = None
+    adopts_workload = False
+    updates_priority = True
     multikueue_refusal: str | None = (
         "Kueue's MultiKueue adapter for LeaderWorkerSet "
         "(pkg/controller/jobs/leaderworkerset/leaderworkerset_multikueue_adapter.go) is not "
@@ -170,9 +172,20 @@ class LeaderWorkerSet:
         )
 
     def workload_names(self, obj: JsonObject) -> list[str]:
-        """One Workload per group, 0 to replicas - 1 (filterWorkloads; mkq does not yet keep
-        the surge groups of a rolling update with maxSurge)."""
-        return [self.group_workload_name(obj, index) for index in range(replicas(obj))]
+        """One Workload per group (filterWorkloads): 0 to replicas - 1, and during a rolling
+        update with maxSurge the surge groups LWS runs beyond them (status.replicas). A
+        scale-down's status lags its spec too, so the surge counts only while the update is
+        under way: fewer groups updated than the spec asks (isRollingUpdateWithSurge)."""
+        count = replicas(obj)
+        status = obj.get("status") or {}
+        running = int(status.get("replicas") or 0)
+        if (
+            running > count
+            and _max_surge(obj) > 0
+            and int(status.get("updatedReplicas") or 0) < count
+        ):
+            count = running
+        return [self.group_workload_name(obj, index) for index in range(count)]
 
     def parent_workload_name(self, obj: JsonObject) -> str | None:
         return None  # one per group, none for the set
@@ -263,3 +276,17 @@ def _pod_set(
     if request is not None:
         pod_set["topologyRequest"] = request
     return pod_set
+
+
+def _max_surge(obj: JsonObject) -> int:
+    """rolloutStrategy.rollingUpdateConfiguration.maxSurge as intstr's IntValue reads it: a
+    number, or a string of digits (a percentage reads as 0)."""
+    value = field_at(obj, ("spec", "rolloutStrategy", "rollingUpdateConfiguration", "maxSurge"))
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0

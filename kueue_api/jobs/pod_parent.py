@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from kueue_api.api_resources import ResourceType
 from kueue_api.jobs.base import (
     MULTIKUEUE_ORIGIN_LABEL,
+    PREBUILT_WORKLOAD_LABEL,
     PRIORITY_CLASS_LABEL,
     QUEUE_NAME_LABEL,
     annotations_of,
@@ -97,6 +98,13 @@ class PodGroupParentKind(PodParentKind, Protocol):
     # The QuotaReserved message of its Workload while scaled to zero; None when scaling
     # down deletes the Workloads of the groups that go instead.
     on_hold_message: str | None
+    # Whether a Workload of its name that it does not own yet becomes its own (a
+    # StatefulSet's reconcileWorkload: MultiKueue's copy, made before the set came); a
+    # LeaderWorkerSet's reconciler reads only the Workloads it owns.
+    adopts_workload: bool
+    # Whether its Workloads follow a change of its priority-class label (the
+    # LeaderWorkerSet reconciler's UpdateWorkloadPriority; the StatefulSet's has none).
+    updates_priority: bool
 
     def is_managed(self, obj: JsonObject) -> bool: ...
 
@@ -282,3 +290,100 @@ def group_workload_annotations(resource: ResourceType, obj: JsonObject) -> dict[
         JOB_OWNER_GVK_ANNOTATION: f"{resource.api_version}, Kind={resource.kind}",
         JOB_OWNER_NAME_ANNOTATION: str((obj.get("metadata") or {}).get("name") or ""),
     }
+
+
+def format_label_selector(selector: Mapping[str, Any] | None) -> str:
+    """A LabelSelector in the query syntax (metav1.FormatLabelSelector): matchLabels as
+    `k=v`, matchExpressions as `k in (a,b)`, `k notin (a)`, `k`, `!k`."""
+    selector = selector or {}
+    parts = [f"{key}={value}" for key, value in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression.get("key"), expression.get("operator")
+        values = ",".join(sorted(str(v) for v in expression.get("values") or []))
+        if operator == "In":
+            parts.append(f"{key} in ({values})")
+        elif operator == "NotIn":
+            parts.append(f"{key} notin ({values})")
+        elif operator == "Exists":
+            parts.append(str(key))
+        elif operator == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(parts)
+
+
+class DispatchedPodGroup:
+    """A pod-group parent with one Workload (a StatefulSet) as the manager dispatches it,
+    following the kind's MultiKueue adapter in Kueue
+    (pkg/controller/jobs/statefulset/statefulset_multikueue_adapter.go): its Workload is
+    placed like a Job's, and the winner alone gets the object, once, as it is. It has no
+    suspend field: the worker's pod webhook gates its pods until their group's Workload is
+    admitted. The copy carries the origin label, the prebuilt-workload label and the
+    manager's uid (`multikueue-origin-uid`), after which the worker's reconciler names the
+    group's Workload after the manager's object (GetOwnerUID): the copy the manager placed
+    there, which it adopts instead of making one. No status comes back (the kind has no
+    managedBy, so Kueue syncs none), and it never finishes: it runs until deleted.
+
+    The manager takes it through its REST API: a manager cluster's own StatefulSet
+    controller would start its pods there, which Kueue's manager gates with its pod webhook
+    and the manager's webhooks do not."""
+
+    pod_priority_class_field = "spec.template.spec.priorityClassName"
+
+    def __init__(self, parent: PodGroupParentKind) -> None:
+        self.parent = parent
+        self.resource = parent.resource
+        self.framework = parent.framework
+
+    def check(self, job: JsonObject) -> None:
+        self.parent.check(job)
+
+    def queue_name(self, job: JsonObject) -> str | None:
+        return labels_of(job).get(QUEUE_NAME_LABEL) or None
+
+    def priority_class_name(self, job: JsonObject) -> str | None:
+        return self.parent.priority_class_name(job)
+
+    def pod_priority_class_name(self, job: JsonObject) -> str | None:
+        name = field_at(job, ("spec", "template", "spec", "priorityClassName"))
+        return str(name) if name else None
+
+    def pod_sets(self, job: JsonObject) -> list[JsonObject]:
+        return self.parent.pod_sets(job)
+
+    def pod_selector(self, job: JsonObject) -> str:
+        """Its pods are those its own selector picks (they carry no label naming it)."""
+        return format_label_selector(field_at(job, ("spec", "selector")))
+
+    def finished(self, job: JsonObject) -> None:
+        return None
+
+    def has_started(self, job: JsonObject) -> bool:
+        return ready_replicas(job) > 0
+
+    def worker_copy(
+        self, job: JsonObject, *, workload_name: str, origin: str, origin_uid: str = ""
+    ) -> JsonObject:
+        """SyncJob: the object's metadata for creation and its spec, with the origin label,
+        the prebuilt Workload's name and the origin uid."""
+        metadata = job.get("metadata") or {}
+        copy: JsonObject = {
+            "apiVersion": job.get("apiVersion"),
+            "kind": job.get("kind"),
+            "metadata": {
+                key: json_copy(metadata[key])
+                for key in ("name", "namespace", "labels", "annotations")
+                if key in metadata
+            },
+            "spec": json_copy(job.get("spec") or {}),
+        }
+        copy_metadata = copy["metadata"]
+        copy_metadata["labels"] = {
+            **(copy_metadata.get("labels") or {}),
+            PREBUILT_WORKLOAD_LABEL: workload_name,
+            MULTIKUEUE_ORIGIN_LABEL: origin,
+        }
+        copy_metadata["annotations"] = {
+            **(copy_metadata.get("annotations") or {}),
+            MULTIKUEUE_ORIGIN_UID_ANNOTATION: origin_uid,
+        }
+        return copy

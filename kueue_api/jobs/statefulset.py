@@ -66,12 +66,10 @@ class StatefulSet:
     resource = ResourceType("apps", "v1", "statefulsets", "StatefulSet", True)
     framework = "statefulset"
     on_hold_message: str | None = "StatefulSet scaled to zero; workload on hold"
-    multikueue_refusal: str | None = (
-        "Kueue's MultiKueue adapter for StatefulSet "
-        "(pkg/controller/jobs/statefulset/statefulset_multikueue_adapter.go) is not yet "
-        "followed by this manager, so it does not dispatch it: apply it, with its queue-name "
-        "label, to a worker cluster, whose agent queues its pods as one group"
-    )
+    adopts_workload = True
+    updates_priority = False
+    # The manager dispatches it (kueue_api.jobs.pod_parent.DispatchedPodGroup).
+    multikueue_refusal: str | None = None
 
     def template_defaults(self, obj: JsonObject) -> JsonObject:
         """Webhook.Default: the template is marked as suspended by the `statefulset`

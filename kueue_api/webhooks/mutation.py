@@ -24,7 +24,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kueue_api.jobs import BUILT_IN, KINDS, POD_PARENT_KINDS, JobKinds, PodParentKind, pod_parent_of
+from kueue_api.jobs import (
+    BUILT_IN,
+    KINDS,
+    POD_PARENT_KINDS,
+    JobKind,
+    JobKinds,
+    PodParentKind,
+    pod_parent_of,
+)
 from kueue_api.jobs import pod as pods
 from kueue_api.jobs.base import (
     DEFAULT_LOCAL_QUEUE,
@@ -83,7 +91,7 @@ class Defaulting:
     multikueue: bool = False  # set managedBy for MultiKueue ClusterQueues (the manager side)
     excluded_namespaces: frozenset[str] = field(default_factory=frozenset)
     # The job kinds (built in, and declared in the Configuration) the webhooks know.
-    kinds: JobKinds = BUILT_IN
+    kinds: JobKinds[JobKind] = BUILT_IN
 
     def framework_of(self, group_kind: tuple[str, str]) -> str | None:
         """Kueue's framework name of a (group, kind), built in or declared."""

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from kueue_api.api_resources import KUEUE_GROUP
 from kueue_api.errors import FieldError
-from kueue_api.jobs import JobKinds, pod_parent_of
+from kueue_api.jobs import JobKind, JobKinds, pod_parent_of
 from kueue_api.jobs.base import PREBUILT_WORKLOAD_LABEL, QUEUE_NAME_LABEL
 from kueue_api.jobs.pod_parent import UpdateContext
 from kueue_api.loader import model_for
@@ -63,12 +63,12 @@ def _label(obj: JsonObject | None, name: str) -> str | None:
     return str(value) if value is not None else None
 
 
-def _suspended(obj: JsonObject | None, kinds: JobKinds) -> bool:
+def _suspended(obj: JsonObject | None, kinds: JobKinds[JobKind]) -> bool:
     kind = kinds.of(obj or {})
     return kind is not None and kind.is_suspended(obj or {})
 
 
-def _job(request: Request, kinds: JobKinds) -> Answer:
+def _job(request: Request, kinds: JobKinds[JobKind]) -> Answer:
     """A job kind's own rules (JobKind.admission_problems) on create and update."""
     new = request.obj or {}
     kind = kinds.of(new)
@@ -80,7 +80,7 @@ def _job(request: Request, kinds: JobKinds) -> Answer:
     return deny(_message(errors)) if errors else allow()
 
 
-def _job_update_problems(request: Request, kinds: JobKinds) -> list[str]:
+def _job_update_problems(request: Request, kinds: JobKinds[JobKind]) -> list[str]:
     """Kueue's ValidateUpdateForQueueName and the prebuilt Workload's immutability: a running
     job keeps its queue, and no job changes the Workload it was built for."""
     old, new = request.old_obj, request.obj

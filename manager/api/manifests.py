@@ -1,4 +1,5 @@
-"""The JSON Schema of what POST /workloads takes, a batch/v1 Job or a JobSet, for the OpenAPI.
+"""The JSON Schema of what POST /workloads takes, for the OpenAPI: a batch/v1 Job or a JobSet
+in full; the other kinds it dispatches are named in the description only.
 
 The route reads the manifest itself (manager.api.bodies) and manager.jobs.parse_job checks it;
 this documents what that check takes, with Kubernetes' own constraints where they are tighter
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueue_api.jobs import BATCH_JOB, JOBSET
+from kueue_api.jobs import BATCH_JOB, BUILT_IN, JOBSET, dispatching
 from kueue_api.jobs.base import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from kueue_api.quantity import QUANTITY_TEXT_PATTERN
 from kueue_api.validation import DNS_LABEL_PATTERN, DNS_SUBDOMAIN_PATTERN, LABEL_VALUE_PATTERN
@@ -82,7 +83,16 @@ _RESOURCE_LIST = {"type": "object", "additionalProperties": ref("Quantity")}
 # Components of the OpenAPI (create_app adds them); JobManifest is the request body.
 COMPONENTS: dict[str, dict[str, Any]] = {
     "JobManifest": {
-        "description": "A batch/v1 Job or a jobset.x-k8s.io/v1alpha2 JobSet, as JSON or YAML",
+        "description": (
+            "A batch/v1 Job or a jobset.x-k8s.io/v1alpha2 JobSet, as JSON or YAML (their "
+            "schemas here); the route also takes, checked by their kinds' own rules and not "
+            "described here yet: "
+            + ", ".join(
+                f"{kind.resource.api_version} {kind.resource.kind}"
+                for kind in dispatching(BUILT_IN)
+                if kind not in (BATCH_JOB, JOBSET)
+            )
+        ),
         "oneOf": [ref("Job"), ref("JobSet")],
     },
     "Job": _manifest(

@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from sqlalchemy import select
 
-from kueue_api.jobs import JobKind
+from kueue_api.jobs import DispatchedKind
 from kueue_api.priority import PriorityClassRef
 from kueue_api.quantity import Quantity, QuantityError
 from manager import states
@@ -100,7 +100,7 @@ _UNSEEN: tuple[object, ...] = ("unseen",)
 
 
 def _signature(
-    kind: str, obj: dict[str, Any] | None, kinds: Mapping[str, JobKind]
+    kind: str, obj: dict[str, Any] | None, kinds: Mapping[str, DispatchedKind]
 ) -> tuple[object, ...] | None:
     """The part of a remote object (in the cache `kind`; `kinds`: each job cache's kind) the
     reconcile acts on."""
@@ -731,7 +731,10 @@ class Dispatcher:
                     return
                 changes = {}
             body = self._kinds.named(row.kind).worker_copy(
-                row.manifest, workload_name=row.workload_name, origin=self.settings.origin
+                row.manifest,
+                workload_name=row.workload_name,
+                origin=self.settings.origin,
+                origin_uid=row.uid,
             )
             try:
                 await conn.create_job(body)

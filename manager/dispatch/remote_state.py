@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from kueue_api.conditions import find_condition
-from kueue_api.jobs import JobKind
+from kueue_api.jobs import DispatchedKind
 from kueue_api.timestamps import parse_time
 from manager import states
 
@@ -83,8 +83,8 @@ class JobState:
     started: bool
 
 
-def job_state(kind: JobKind, obj: Mapping[str, Any]) -> JobState:
-    """A worker's copy of a job of `kind`, as its kind reads it (JobKind.finished: the final
+def job_state(kind: DispatchedKind, obj: Mapping[str, Any]) -> JobState:
+    """A worker's copy of a job of `kind`, as its kind reads it (DispatchedKind.finished: the final
     condition, not SuccessCriteriaMet or FailureTarget, which come while the pods still
     terminate: ending there would remove the copy before its last status reached the
     manager's job)."""

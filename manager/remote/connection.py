@@ -14,7 +14,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 import orjson
@@ -24,7 +24,7 @@ from kubernetes_asyncio.config import load_kube_config_from_dict
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
-from kueue_api.jobs import BATCH_JOB, BUILT_IN, JobKind, JobKinds
+from kueue_api.jobs import BATCH_JOB, BUILT_IN, DispatchedKind, JobKinds
 from kueue_api.jobs.base import MULTIKUEUE_ORIGIN_LABEL
 from manager import states
 from manager.dispatch.timing import reconnect_delay
@@ -39,12 +39,15 @@ WORKLOADS = "workloads"
 JOBS = BATCH_JOB.resource.plural
 
 
-def job_caches(kinds: JobKinds) -> dict[str, str]:
+K = TypeVar("K", bound=DispatchedKind)
+
+
+def job_caches(kinds: JobKinds[DispatchedKind]) -> dict[str, str]:
     """The cache of each job kind the manager dispatches (WorkloadRow.kind -> its plural)."""
     return {kind.resource.kind: kind.resource.plural for kind in kinds}
 
 
-def kinds_by_cache(kinds: JobKinds) -> dict[str, JobKind]:
+def kinds_by_cache(kinds: JobKinds[K]) -> dict[str, K]:
     """The job kind each of those caches holds. Every kind but batch/v1 Job is optional: a
     cluster that does not serve it (its CRD is not installed) has an empty cache of it."""
     return {kind.resource.plural: kind for kind in kinds}
@@ -83,7 +86,7 @@ class ConnectionSettings:
     probe_seconds: float = 10.0
     probe_timeout: float = 5.0
     # The job kinds dispatched: the built-in ones and the Configuration's declared ones.
-    kinds: JobKinds = BUILT_IN
+    kinds: JobKinds[DispatchedKind] = BUILT_IN
 
 
 # Environment variables aiohttp reads when trusting the environment (the agent's client skips

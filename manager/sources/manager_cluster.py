@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -48,7 +49,7 @@ from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
 from manager.dispatch.nomination import DispatchMode
 from manager.jobs import parse_job, workload_name
-from manager.priority import job_priority
+from manager.priority import ClassReader, MemoReader, job_priority
 from manager.remote.api_errors import status_message
 from manager.remote.connection import (
     WORKLOADS,
@@ -144,13 +145,16 @@ class ManagerClusterSource:
         self._runtime = runtime
         self._namespace = kueue_namespace
         self._interval = interval
+        # The kinds of the manager cluster's own jobs, and of every row (a REST submission
+        # of any kind the manager dispatches may wait in a manager-cluster queue).
         self._kinds = runtime.settings.job_kinds()
+        self._dispatched = runtime.settings.dispatched_kinds()
         self._connection = ClusterConnection(
             "manager-cluster",
             kubeconfig,
             origin=runtime.settings.origin,
             listener=self,
-            settings=runtime.settings.connection_settings(),
+            settings=dataclasses.replace(runtime.settings.connection_settings(), kinds=self._kinds),
             selectors={
                 **{kind: None for kind in WATCHED_KINDS},
                 **dict.fromkeys(kinds_by_cache(self._kinds), QUEUE_NAME_LABEL),
@@ -168,6 +172,7 @@ class ManagerClusterSource:
         if settings.webhook_port is not None and settings.webhook_url is not None:
             self.webhooks = manager_webhook_server(
                 self._connection,
+                self._kinds,
                 kueue_namespace,
                 host=settings.webhook_host,
                 port=settings.webhook_port,
@@ -509,11 +514,12 @@ class ManagerClusterSource:
             )
         known = {(r.namespace, r.name): r for r in rows if r.source == SOURCE}
         mirrored: list[tuple[dict[str, Any], WorkloadRow]] = []
+        classes = MemoReader(self)  # the new jobs of this pass share their class reads
         for key, job in present.items():
             row = known.get(key)
             if row is None or row.uid != job["metadata"].get("uid"):
                 if row is None:
-                    await self._admit_job(job)
+                    await self._admit_job(job, classes)
                 continue
             if row.state not in states.FINAL_STATES or row.remote_status:
                 mirrored.append((job, row))
@@ -541,8 +547,9 @@ class ManagerClusterSource:
             return None
         return (namespace, name) in self._read_topology().queue_to_config
 
-    async def _admit_job(self, job: dict[str, Any]) -> None:
-        """Record a manager-cluster job; it is dispatched once Kueue there reserves its quota."""
+    async def _admit_job(self, job: dict[str, Any], classes: ClassReader) -> None:
+        """Record a manager-cluster job; it is dispatched once Kueue there reserves its quota.
+        Its priority comes from the manager cluster's classes, read through `classes`."""
         runtime = self._runtime
         meta = job["metadata"]
         try:
@@ -559,7 +566,7 @@ class ManagerClusterSource:
                 await self._patch_job(kind, meta["namespace"], meta["name"], kind.suspend_patch())
         uid = str(meta.get("uid") or "")
         try:
-            priority = await job_priority(parsed, self)
+            priority = await job_priority(parsed, classes)
         except ApiException as error:
             log.info(
                 "Job %s/%s: priority classes not read: %s",
@@ -734,7 +741,7 @@ class ManagerClusterSource:
         if manifest is None:
             return
         body = standalone_workload(
-            self._kinds.named(row.kind),
+            self._dispatched.named(row.kind),
             manifest,
             workload_name=row.workload_name,
             priority_class=PriorityClassRef.named(row.priority_class, row.priority_class_kind),

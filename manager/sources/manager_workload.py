@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueue_api.conditions import condition_true, find_condition
-from kueue_api.jobs import BATCH_JOB, BUILT_IN, JobKind, JobKinds
+from kueue_api.jobs import BATCH_JOB, BUILT_IN, DispatchedKind, JobKind, JobKinds
 from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER, MULTIKUEUE_ORIGIN_LABEL
 from kueue_api.priority import PriorityClassRef
 from manager import states
@@ -65,7 +65,7 @@ class Decision:
 
 
 def standalone_workload(
-    kind: JobKind,
+    kind: DispatchedKind,
     manifest: Mapping[str, Any],
     *,
     workload_name: str,
@@ -88,7 +88,9 @@ def standalone_workload(
     return body
 
 
-def owner_is_managed(job: Mapping[str, Any], kinds: JobKinds = BUILT_IN) -> tuple[bool, str]:
+def owner_is_managed(
+    job: Mapping[str, Any], kinds: JobKinds[JobKind] = BUILT_IN
+) -> tuple[bool, str]:
     """Kueue's IsJobManagedByKueue for a manager-cluster job: its controller must be
     MultiKueue, or a worker and the manager cluster would both run it."""
     kind = kinds.of(job)

@@ -166,6 +166,18 @@ class JobController:
             # The job changed shape while it waited: its Workload is replaced, as Kueue does.
             await self._writer.delete(WORKLOADS, object_key(workload))
             return None
+        else:
+            retry = await update_priority(
+                self._informers,
+                self._writer,
+                self._recorder,
+                job,
+                workload,
+                self.integration.priority_class_name(job),
+                self.integration.pod_priority_class_name(job),
+            )
+            if retry is not None:
+                return retry
         return await self._with_workload(key, job, workload)
 
     def _out_of_sync(self, job: JsonObject, workload: JsonObject) -> bool:
@@ -452,3 +464,42 @@ class JobController:
         self._recorder.normal(
             job, "CreatedWorkload", f"Created Workload: {meta.get('namespace')}/{name}"
         )
+
+
+async def update_priority(
+    informers: InformerSet,
+    writer: ObjectWriter,
+    recorder: EventRecorder,
+    job: JsonObject,
+    workload: JsonObject,
+    job_class: str | None,
+    pod_class: str | None,
+) -> float | None:
+    """UpdateWorkloadPriority: a Workload whose job's priority-class label now names another
+    WorkloadPriorityClass gets that class and its value (its place in the queues, and which
+    workloads it may preempt or be preempted by, follow). A retry delay while the class
+    does not exist yet; None otherwise."""
+    if not wl.priority_outdated(workload, job_class):
+        return None
+    priority = wl.workload_priority(
+        job_class,
+        pod_class,
+        informers.cache(WORKLOAD_PRIORITY_CLASSES),
+        informers.cache(PRIORITY_CLASSES),
+    )
+    if isinstance(priority, PriorityClassNotFound):
+        recorder.warning(job, "ErrWorkloadCompose", priority.message)
+        return 5.0
+    written = await writer.update(
+        WORKLOADS,
+        object_key(workload),
+        lambda w: wl.with_priority(w, priority) if wl.priority_outdated(w, job_class) else None,
+    )
+    if written is not None:
+        meta = workload.get("metadata") or {}
+        recorder.normal(
+            job,
+            "UpdatedWorkload",
+            f"Updated workload priority class: {meta.get('namespace')}/{meta.get('name')}",
+        )
+    return None

@@ -25,6 +25,7 @@ from kueue_api.jobs.pod_parent import replicas
 from kueue_api.priority import PriorityClassNotFound, pod_priority_class_name
 from worker_agent import workloads as wl
 from worker_agent.cache import Change, object_key
+from worker_agent.controllers.jobs import update_priority
 from worker_agent.controllers.workloads import OWNER_INDEX, owner_uids
 from worker_agent.events import EventRecorder
 from worker_agent.informers import InformerSet
@@ -102,8 +103,10 @@ class PodGroupParentController:
         retry: float | None = None
         for index, name in enumerate(self.kind.workload_names(parent)):
             workload = owned.pop(name, None)
+            if workload is None and self.kind.adopts_workload and replicas(parent) > 0:
+                workload = await self._adopt(parent, f"{namespace}/{name}", index)
             if workload is not None:
-                await self._follow(parent, workload)
+                retry = await self._follow(parent, workload) or retry
             elif self.kind.creates_workload(parent):
                 retry = await self._create(parent, name, index) or retry
         for name in sorted(owned):
@@ -112,13 +115,26 @@ class PodGroupParentController:
         return retry
 
     async def _follow(self, parent: JsonObject, workload: JsonObject) -> float | None:
-        """reconcileWorkload with the Workload there: its queue, and the hold on scaling."""
+        """reconcileWorkload with the Workload there: its queue, its priority (a
+        LeaderWorkerSet's), and the hold on scaling."""
         now = self._clock()
         key = object_key(workload)
         count = replicas(parent)
         queue = labels_of(parent).get(QUEUE_NAME_LABEL) or ""
         if count > 0 and queue and wl.queue_name_of(workload) != queue:
             await self._writer.update(WORKLOADS, key, lambda w: _with_queue(w, queue))
+        if self.kind.updates_priority:
+            retry = await update_priority(
+                self._informers,
+                self._writer,
+                self._recorder,
+                parent,
+                workload,
+                self.kind.priority_class_name(parent),
+                pod_priority_class_name(self.kind.pod_sets(parent)),
+            )
+            if retry is not None:
+                return retry
         message = self.kind.on_hold_message
         if message is None:
             return None
@@ -133,6 +149,24 @@ class PodGroupParentController:
                 WORKLOADS, key, lambda w: wl.take_off_hold(w, now), status=True
             )
         return None
+
+    async def _adopt(self, parent: JsonObject, key: str, index: int) -> JsonObject | None:
+        """reconcileWorkload's owner reference: a Workload of the parent's name that it does
+        not own yet (on a worker, the copy the MultiKueue manager placed and had admitted
+        before it created the set here) becomes its own, with its owner's annotations."""
+        if self._workloads.get(key) is None:
+            return None
+        annotations = self.kind.workload_annotations(parent, index)
+
+        def owned(workload: JsonObject) -> JsonObject | None:
+            result = wl.adopt(workload, parent)
+            if result is None:
+                return None
+            metadata = result["metadata"]
+            metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
+            return result
+
+        return await self._writer.update(WORKLOADS, key, owned)
 
     async def _create(self, parent: JsonObject, name: str, index: int) -> float | None:
         """createPrebuiltWorkload: the Workload of group `index` of the parent's pods, owned

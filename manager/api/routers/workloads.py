@@ -78,7 +78,7 @@ async def _priority(runtime: Runtime, job: SubmittedJob) -> Priority:
     field = (
         f"metadata.labels[{PRIORITY_CLASS_LABEL}]"
         if missing.ref.kind == WORKLOAD_PRIORITY_CLASS
-        else runtime.settings.job_kinds().named(job.kind).pod_priority_class_field
+        else runtime.settings.dispatched_kinds().named(job.kind).pod_priority_class_field
     )
     raise ApiError(
         422,
@@ -97,10 +97,11 @@ async def _priority(runtime: Runtime, job: SubmittedJob) -> Priority:
     openapi_extra=body_schema("JobManifest", yaml_allowed=True),
 )
 async def submit_workload(request: Request, runtime: Runtime, _: User) -> WorkloadOut:
-    """Submit a batch/v1 Job or JobSet manifest (JSON or YAML) carrying the queue-name label."""
+    """Submit a manifest (JSON or YAML) of a kind the manager dispatches (a batch/v1 Job, a
+    JobSet, a RayJob, a StatefulSet...) carrying the queue-name label."""
     try:
         job = parse_job(
-            await read_document(request, yaml_allowed=True), runtime.settings.job_kinds()
+            await read_document(request, yaml_allowed=True), runtime.settings.dispatched_kinds()
         )
     except ManifestError as error:
         raise ApiError(422, "Invalid", str(error), error.field) from error
@@ -133,7 +134,9 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
     row = queries.new_workload_row(
         job,
         uid=uid,
-        workload_name=workload_name(runtime.settings.job_kinds().named(job.kind), job.name, uid),
+        workload_name=workload_name(
+            runtime.settings.dispatched_kinds().named(job.kind), job.name, uid
+        ),
         priority=priority,
         source="api",
         now=now,

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from kueue_api.jobs import kind_named
+from kueue_api.jobs import BUILT_IN, dispatching
 from mkq.commands.ctl.printing import print_pending
 from mkq.commands.ctl.target import Target, fail
 from mkq.ctl import columns
@@ -56,10 +56,14 @@ def manager_status(record: JsonObject) -> str:
 MANAGER_WORKLOAD_COLUMNS = (*columns.WORKLOAD_COLUMNS[:-1], "Cluster", "Age")
 
 
+# Every kind a manager's record may hold: the job kinds and the pod groups it dispatches.
+_KINDS = dispatching(BUILT_IN)
+
+
 def _job_type(kind: str) -> str:
     """The record's kind as kueuectl's JOB TYPE (`job.batch`), through the job-kind layer."""
     try:
-        rt = kind_named(kind).resource
+        rt = _KINDS.named(kind).resource
     except KeyError:
         return kind.lower()
     return columns.job_type(rt.api_version, rt.kind)

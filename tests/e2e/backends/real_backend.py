@@ -304,7 +304,8 @@ WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/workloads"
 JOBS = "/apis/batch/v1/jobs"
 PODS = "/api/v1/pods"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/jobsets"
-# The job kinds whose CRDs may be missing in a cluster, by their collection path.
+# The kinds, by collection path, removed before the pods they make (all but StatefulSets are
+# CRDs, which may be missing in a cluster).
 OPTIONAL_JOBS = (
     JOBSETS,
     *(f"/apis/kubeflow.org/v1/{plural}" for plural in KUBEFLOW_PLURALS),
@@ -313,6 +314,8 @@ OPTIONAL_JOBS = (
     *(f"/apis/ray.io/v1/{plural}" for plural in RAY_PLURALS),
     # A LeaderWorkerSet before its StatefulSets' pods (its StatefulSets would make them again).
     "/apis/leaderworkerset.x-k8s.io/v1/leaderworkersets",
+    # A StatefulSet before its pods.
+    "/apis/apps/v1/statefulsets",
 )
 
 

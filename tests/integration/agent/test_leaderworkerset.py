@@ -19,9 +19,10 @@ import pytest
 
 from kubesim.ports import free_port
 from kueue_api.jobs import LEADER_WORKER_SET as LWS
+from kueue_api.jobs.base import PRIORITY_CLASS_LABEL
 from kueue_api.jobs.leaderworkerset import GROUP_INDEX_LABEL, SET_NAME_LABEL
 from kueue_api.jobs.pod import GROUP_NAME_LABEL, ROLE_HASH_ANNOTATION
-from kueue_api.jobs.pod_parent import SUSPENDED_BY_PARENT_ANNOTATION
+from kueue_api.jobs.pod_parent import JOB_OWNER_NAME_ANNOTATION, SUSPENDED_BY_PARENT_ANNOTATION
 from tests.integration.agent.conftest import is_true
 from tests.integration.agent.test_serving import (
     SAMPLES,
@@ -43,7 +44,14 @@ from tests.one_cluster import (
     webhooks_answer,
 )
 from worker_agent.kube_client import KubeClient
-from worker_agent.resources import CLUSTER_QUEUES, LOCAL_QUEUES, PODS, RESOURCE_FLAVORS, WORKLOADS
+from worker_agent.resources import (
+    CLUSTER_QUEUES,
+    LOCAL_QUEUES,
+    PODS,
+    RESOURCE_FLAVORS,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+)
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -194,3 +202,55 @@ def test_the_sample_is_a_leader_and_two_workers_in_two_groups() -> None:
     assert sample["spec"]["replicas"] == 2
     assert sample["spec"]["leaderWorkerTemplate"]["size"] == 3
     assert [p["count"] for p in LWS.pod_sets(sample)] == [1, 2]
+
+
+async def test_every_groups_workload_follows_the_sets_priority_class(
+    client: KubeClient,
+) -> None:
+    """The reconciler's UpdateWorkloadPriority: the set's priority-class label changed, each
+    group's Workload takes the new WorkloadPriorityClass and its value."""
+    classes = {"lws-low": 10, "lws-high": 1000}
+    await create_all(
+        client,
+        [
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            }
+            for name, value in classes.items()
+        ],
+    )
+    (sample,) = documents(SAMPLES / "sample-leaderworkerset.yaml")
+    sample["metadata"]["name"] = "prioritized"
+    sample["metadata"]["labels"][PRIORITY_CLASS_LABEL] = "lws-low"
+    try:
+        await submit(client, LWS.resource, sample)
+
+        async def priorities() -> list[tuple[str, int]]:
+            owned = [
+                w
+                for w in await _workloads(client)
+                if w["metadata"]["annotations"].get(JOB_OWNER_NAME_ANNOTATION) == "prioritized"
+            ]
+            return sorted(
+                (w["spec"]["priorityClassRef"]["name"], w["spec"]["priority"]) for w in owned
+            )
+
+        await eventually(
+            lambda: _equals(priorities(), [("lws-low", 10)] * 2), what="two lws-low Workloads"
+        )
+        await client.patch(
+            LWS.resource,
+            "prioritized",
+            "default",
+            {"metadata": {"labels": {PRIORITY_CLASS_LABEL: "lws-high"}}},
+        )
+        await eventually(
+            lambda: _equals(priorities(), [("lws-high", 1000)] * 2), what="both lws-high"
+        )
+    finally:
+        await delete_if_present(client, LWS.resource, "prioritized", "default")
+        for name in classes:
+            await delete_if_present(client, WORKLOAD_PRIORITY_CLASSES, name, None)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kubesim.ports import free_port
+from kueue_api.jobs.base import PRIORITY_CLASS_LABEL
 from tests.one_cluster import (
     BACKENDS,
     EXAMPLES,
@@ -21,7 +22,13 @@ from tests.one_cluster import (
     webhooks_answer,
 )
 from worker_agent.kube_client import ApiError, KubeClient
-from worker_agent.resources import EVENTS, JOBS, PRIORITY_CLASSES, WORKLOADS
+from worker_agent.resources import (
+    EVENTS,
+    JOBS,
+    PRIORITY_CLASSES,
+    WORKLOAD_PRIORITY_CLASSES,
+    WORKLOADS,
+)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -130,6 +137,89 @@ async def test_a_workload_takes_the_pods_priority_class(backend: str) -> None:
             await agent.stop()
             await _clean(client)
             await client.close()
+
+
+def workload_priority_class(name: str, value: int) -> Obj:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+async def test_a_workload_follows_its_jobs_workload_priority_class_label(backend: str) -> None:
+    """Kueue's UpdateWorkloadPriority: the label changed on the Job (admitted or not) gives
+    its Workload the new class and value, with an UpdatedWorkload Event."""
+    async with cluster(backend, "priority-update") as kubeconfig:
+        client = await KubeClient.from_kubeconfig(str(kubeconfig))
+        agent = agent_for(client, free_port(), "priority-update")
+        try:
+            await create_all(
+                client,
+                [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mkq-system"}}],
+            )
+            await create_all(client, documents(SETUP))
+            await create_all(
+                client,
+                [workload_priority_class(name, value) for name, value in WORKLOAD_CLASSES.items()],
+            )
+            await agent.start()
+            await eventually(lambda: webhooks_answer(client), what="the webhooks answer")
+            seen = agent.informers.cache(WORKLOAD_PRIORITY_CLASSES)
+            await eventually(
+                lambda: _true(all(seen.get(name) for name in WORKLOAD_CLASSES)),
+                what="the classes seen",
+            )
+
+            manifest = job("relabelled", None)
+            manifest["metadata"]["labels"][PRIORITY_CLASS_LABEL] = "mkq-low"
+            await client.create(JOBS, manifest)
+            first = await eventually(lambda: workload_of(client, "relabelled"), what="Workload")
+            wpc = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass"}
+            assert ref_and_priority(first) == ({**wpc, "name": "mkq-low"}, 10)
+
+            await client.patch(
+                JOBS,
+                "relabelled",
+                "default",
+                {"metadata": {"labels": {PRIORITY_CLASS_LABEL: "mkq-high"}}},
+            )
+
+            async def raised() -> Obj | None:
+                found = await workload_of(client, "relabelled")
+                return found if found and found["spec"].get("priority") == 1000 else None
+
+            now = await eventually(raised, what="the Workload's new priority")
+            assert ref_and_priority(now) == ({**wpc, "name": "mkq-high"}, 1000)
+            assert now["metadata"]["uid"] == first["metadata"]["uid"]  # the same Workload
+
+            async def told() -> bool:
+                events, _ = await client.list(EVENTS, "default")
+                return any(
+                    e.get("reason") == "UpdatedWorkload"
+                    and (e.get("involvedObject") or {}).get("name") == "relabelled"
+                    for e in events
+                )
+
+            await eventually(told, what="the UpdatedWorkload Event")
+        finally:
+            await agent.stop()
+            for name in WORKLOAD_CLASSES:
+                try:
+                    await client.delete(WORKLOAD_PRIORITY_CLASSES, name)
+                except ApiError as error:
+                    if error.status != 404:
+                        raise
+            try:
+                await client.delete(JOBS, "relabelled", "default")
+            except ApiError as error:
+                if error.status != 404:
+                    raise
+            await client.close()
+
+
+WORKLOAD_CLASSES = {"mkq-low": 10, "mkq-high": 1000}
 
 
 async def _true(value: bool) -> bool:

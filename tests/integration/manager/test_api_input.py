@@ -89,12 +89,11 @@ async def test_kueues_serving_samples_are_a_422_naming_the_kind_and_what_to_do(
     settings: ManagerSettings,
 ) -> None:
     """Kueue's MultiKueue has no adapter for a Deployment, and the manager does not yet follow
-    the ones it has for a StatefulSet and a LeaderWorkerSet: all are refused, with where to
-    apply them instead."""
+    its multi-Workload one for a LeaderWorkerSet: both are refused, with where to apply them
+    instead (a StatefulSet is dispatched: tests/e2e/test_statefulset.py)."""
     async with serve_manager(settings) as manager:
         for name, kind in (
             ("sample-deployment.yaml", "apps/v1 Deployment"),
-            ("sample-statefulset.yaml", "apps/v1 StatefulSet"),
             ("sample-leaderworkerset.yaml", "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet"),
         ):
             (body,) = documents(EXAMPLES / "serving-workloads" / name)

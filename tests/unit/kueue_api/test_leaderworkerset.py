@@ -237,6 +237,32 @@ def test_one_workload_per_group_each_annotated_with_its_index() -> None:
     assert LWS.workload_names(lws(replicas=0)) == []
 
 
+def _surging(replicas: int, running: int, updated: int, max_surge: object) -> JsonObject:
+    obj = lws(replicas=replicas)
+    obj["spec"]["rolloutStrategy"] = {"rollingUpdateConfiguration": {"maxSurge": max_surge}}
+    obj["status"] = {"replicas": running, "updatedReplicas": updated}
+    return obj
+
+
+# TestReconciler's maxSurge cases (leaderworkerset_reconciler_test.go), and intstr's IntValue:
+# a string of digits counts, a percentage does not.
+SURGE = [
+    ("rolling update keeps the surge group", _surging(2, 3, 1, 1), 3),
+    ("scale-down's lagging status does not", _surging(1, 2, 1, 1), 1),
+    ("no maxSurge, no surge group", _surging(2, 3, 1, 0), 2),
+    ("maxSurge as digits", _surging(2, 3, 1, "1"), 3),
+    ("maxSurge as a percentage reads as 0", _surging(2, 3, 1, "50%"), 2),
+]
+
+
+@pytest.mark.parametrize(("obj", "count"), [c[1:] for c in SURGE], ids=[c[0] for c in SURGE])
+def test_a_rolling_update_with_max_surge_keeps_its_surge_groups(
+    obj: JsonObject, count: int
+) -> None:
+    names = LWS.workload_names(obj)
+    assert names == [LWS.group_workload_name(obj, index) for index in range(count)]
+
+
 def pod(*, index: str | None = "0", leader_name: str | None = None, **labels: str) -> JsonObject:
     """A pod LWS made for set `test-lws`: its name label, its group index once LWS's pod
     webhook set it, and the annotations of its marked template."""
