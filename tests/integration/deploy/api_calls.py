@@ -26,7 +26,7 @@ from typing import Any
 
 from kubernetes_asyncio import client as k8s_client
 
-from kueue_api.jobs import KINDS
+from kueue_api.jobs import BUILT_IN, KINDS, dispatching
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -251,10 +251,12 @@ class Resolver:
             for call in ast.walk(module.tree):
                 if not isinstance(call, ast.Call) or _called_name(call) != function:
                     continue
-                callers += 1
                 argument = next((k.value for k in call.keywords if k.arg == name), None)
                 if argument is None and 0 <= index < len(call.args):
                     argument = call.args[index]
+                if _forwards(module, call, function, name, argument):
+                    continue  # a wrapper's own parameter: its values are the other callers'
+                callers += 1
                 if argument is None:
                     continue  # the parameter's default
                 values = self.values(module, argument, depth)
@@ -265,6 +267,20 @@ class Resolver:
 
 
 _NOT_LOCAL = object()
+
+
+def _forwards(
+    module: _Module, call: ast.Call, function: str, name: str, argument: ast.AST | None
+) -> bool:
+    """Whether `call` is a method of the same name handing its own parameter on (a wrapper
+    such as manager.priority.MemoReader.read_custom), which adds no value of its own."""
+    enclosing = module.enclosing_function(call)
+    return (
+        enclosing is not None
+        and enclosing.name == function
+        and isinstance(argument, ast.Name)
+        and argument.id == name
+    )
 
 
 def _called_name(call: ast.Call) -> str | None:
@@ -281,6 +297,10 @@ def _argument(call: ast.Call, parameters: tuple[str, ...], name: str) -> ast.AST
             return keyword.value
     index = parameters.index(name) if name in parameters else -1
     return call.args[index] if 0 <= index < len(call.args) else None
+
+
+# What the manager's calls to a worker reach: the job kinds and the pod groups it dispatches.
+DISPATCHED = dispatching(BUILT_IN)
 
 
 def _names_a_job_kinds_group(node: ast.AST | None) -> bool:
@@ -360,10 +380,13 @@ def _typed_call(
     if "{group}" in endpoint.path and _names_a_job_kinds_group(
         _argument(call, endpoint.parameters, "group")
     ):
-        # `resource.group` of a kueue_api.jobs kind: the call reaches every kind's resource.
+        # `resource.group` of a kueue_api.jobs kind: the call reaches every kind's resource;
+        # the manager's calls to workers (manager/remote/) every kind it dispatches, pod
+        # groups included.
+        kinds = DISPATCHED if where.startswith("manager/remote/") else KINDS
         return [
             ApiCall(kind.resource.group, kind.resource.plural, verb, where)
-            for kind in KINDS
+            for kind in kinds
             for verb in verbs_of(method)
         ]
     if "{group}" in endpoint.path:
