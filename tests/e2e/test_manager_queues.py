@@ -281,12 +281,16 @@ async def test_a_job_another_controller_manages_is_rejected_by_the_multikueue_ch
         await submit_to_manager_cluster(system, manifest)
 
         # Kueue deactivates a Workload whose check is Rejected (its checks then go back to
-        # Pending, "Previously: Rejected"), and nothing runs anywhere.
+        # Pending, "Previously: Rejected"), and nothing runs anywhere. Deactivation is two
+        # writes: `spec.active` first, the Evicted condition after it (seen in between once).
         found = await eventually(
             lambda: manager_workloads(system, {name}),
-            lambda w: (w.get(name) or {}).get("spec", {}).get("active") is False,
+            lambda w: (
+                (w.get(name) or {}).get("spec", {}).get("active") is False
+                and bool(condition(w[name], "Evicted"))
+            ),
             within=30,
-            what="the Workload of a Job managed elsewhere deactivated",
+            what="the Workload of a Job managed elsewhere deactivated and evicted",
         )
         evicted = condition(found[name], "Evicted")
         assert evicted["reason"] == "DeactivatedDueToAdmissionCheck", evicted
