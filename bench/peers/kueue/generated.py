@@ -329,35 +329,16 @@ def scenario(seed: int, index: int, shape: Shape | None = None) -> list[Obj]:
                     }
                 ],
             },
-            "conditions": [
-                {
-                    "type": "QuotaReserved",
-                    "status": "True",
-                    "reason": "QuotaReserved",
-                    "message": f"Quota reserved in ClusterQueue {queue.name}",
-                    "lastTransitionTime": when,
-                },
-                {
-                    "type": "Admitted",
-                    "status": "True",
-                    "reason": "Admitted",
-                    "message": "The workload is admitted",
-                    "lastTransitionTime": when,
-                },
-            ],
+            "conditions": _admitted_conditions(queue.name, when),
         }
         docs.append(workload)
     # Pending workloads: a unique (priority, creation second) each.
     taken: set[tuple[int, int]] = set()
     for number in range(rng.randint(*shape.pending)):
         queue = rng.choice(queues)
-        for _ in range(20):
-            key = (rng.choice(shape.priorities), 10 + rng.randrange(shape.creation_seconds))
-            if key not in taken:
-                break
-        else:
+        key = _unique_pending_key(rng, shape, taken)
+        if key is None:
             continue
-        taken.add(key)
         priority, created = key
         docs.append(
             _workload(f"wl{number}", queue.name, rng.randint(*shape.cpus), priority, created)
@@ -569,13 +550,9 @@ def _tas_scenario(rng: random.Random, shape: Shape) -> list[Obj]:
     taken: set[tuple[int, int]] = set()
     for number in range(rng.randint(*shape.pending)):
         queue = rng.choice(queues)
-        for _ in range(20):
-            key = (rng.choice(shape.priorities), 10 + rng.randrange(shape.creation_seconds))
-            if key not in taken:
-                break
-        else:
+        key = _unique_pending_key(rng, shape, taken)
+        if key is None:
             continue
-        taken.add(key)
         priority, created = key
         count, cpus = _pod_count(rng), rng.randint(*shape.cpus)
         request = _topology_request(rng)
@@ -587,6 +564,19 @@ def _tas_scenario(rng: random.Random, shape: Shape) -> list[Obj]:
 
 def _pod_count(rng: random.Random) -> int:
     return rng.randint(2, 4) if rng.random() < 0.8 else 1
+
+
+def _unique_pending_key(
+    rng: random.Random, shape: Shape, taken: set[tuple[int, int]]
+) -> tuple[int, int] | None:
+    """A (priority, creation second) no other pending Workload has (Kueue's heap would break
+    that tie at random), added to `taken`; None after 20 draws that all collided."""
+    for _ in range(20):
+        key = (rng.choice(shape.priorities), 10 + rng.randrange(shape.creation_seconds))
+        if key not in taken:
+            taken.add(key)
+            return key
+    return None
 
 
 def _admitted_conditions(queue: str, when: str) -> list[Obj]:
