@@ -26,6 +26,7 @@ from kueue_api.jobs.base import (
     labels_of,
 )
 from kueue_api.jsoncopy import json_copy
+from kueue_api.priority import pod_priority_class_name
 from kueue_api.validation import DNS_SUBDOMAIN_PATTERN
 
 JsonObject = dict[str, Any]
@@ -344,8 +345,7 @@ class DispatchedPodGroup:
         return self.parent.priority_class_name(job)
 
     def pod_priority_class_name(self, job: JsonObject) -> str | None:
-        name = field_at(job, ("spec", "template", "spec", "priorityClassName"))
-        return str(name) if name else None
+        return pod_priority_class_name(self.pod_sets(job))
 
     def pod_sets(self, job: JsonObject) -> list[JsonObject]:
         return self.parent.pod_sets(job)
