@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
-from kueue_api.jobs import BUILT_IN, DispatchedKind, JobKinds, pod_parent_of
+from kueue_api.jobs import BUILT_IN, DispatchedKind, DispatchedPodGroup, JobKinds, pod_parent_of
 from kueue_api.jobs.base import MULTIKUEUE_ORIGIN_LABEL, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from kueue_api.jobs.checks import (
     ManifestError,
@@ -151,6 +151,15 @@ def workload_name(kind: DispatchedKind, name: str, uid: str) -> str:
     return workload_name_for_owner(name, uid, kind.resource.kind, kind.resource.group)
 
 
+def workload_names(kind: DispatchedKind, manifest: Mapping[str, Any], uid: str) -> list[str]:
+    """Kueue's names of the Workloads of a `kind` object of uid `uid`, by component index:
+    one for most kinds, one per group for a LeaderWorkerSet (DispatchedPodGroup). The first
+    is raced among the workers; the others go where it wins."""
+    if isinstance(kind, DispatchedPodGroup):
+        return kind.workload_names(dict(manifest), uid)
+    return [workload_name(kind, str(manifest["metadata"]["name"]), uid)]
+
+
 def workload_copy(
     kind: DispatchedKind,
     manifest: Mapping[str, Any],
@@ -159,9 +168,15 @@ def workload_copy(
     origin: str,
     priority_class: PriorityClassRef | None,
     priority: int,
+    index: int = 0,
 ) -> dict[str, Any]:
-    """The Workload each nominated worker gets: metadata and spec, no status, labelled by origin."""
+    """The Workload each nominated worker gets: metadata and spec, no status, labelled by
+    origin; a pod group's (component `index` of its object) annotated as Kueue's reconciler
+    annotates it."""
     metadata = manifest["metadata"]
+    annotations = {"mkq.dev/job-name": metadata["name"]}
+    if isinstance(kind, DispatchedPodGroup):
+        annotations.update(kind.workload_annotations(dict(manifest), index))
     workload_spec: dict[str, Any] = {
         "queueName": metadata["labels"][QUEUE_NAME_LABEL],
         "podSets": kind.pod_sets(dict(manifest)),
@@ -176,7 +191,7 @@ def workload_copy(
             "name": workload_name,
             "namespace": metadata["namespace"],
             "labels": {MULTIKUEUE_ORIGIN_LABEL: origin},
-            "annotations": {"mkq.dev/job-name": metadata["name"]},
+            "annotations": annotations,
         },
         "spec": workload_spec,
     }

@@ -20,7 +20,7 @@ from kueue_api.jobs.declarative import DeclarativeKind, spec_problems
 from kueue_api.jobs.deployment import Deployment
 from kueue_api.jobs.jobset import JobSet
 from kueue_api.jobs.kubeflow import KUBEFLOW_JOBS, KubeflowJob
-from kueue_api.jobs.leaderworkerset import LeaderWorkerSet
+from kueue_api.jobs.leaderworkerset import DispatchedLeaderWorkerSet, LeaderWorkerSet
 from kueue_api.jobs.mpijob import MPI_JOB
 from kueue_api.jobs.pod_parent import DispatchedPodGroup, PodGroupParentKind, PodParentKind
 from kueue_api.jobs.ray import RAY_CLUSTER, RAY_JOB, RAY_SERVICE
@@ -86,7 +86,10 @@ POD_PARENT_KINDS: tuple[PodParentKind, ...] = (DEPLOYMENT, STATEFULSET, LEADER_W
 # worker_agent.controllers.pod_parents).
 POD_GROUP_PARENTS: tuple[PodGroupParentKind, ...] = (STATEFULSET, LEADER_WORKER_SET)
 # The pod groups the manager dispatches (each through its REST API: DispatchedPodGroup).
-DISPATCHED_POD_GROUPS: tuple[DispatchedKind, ...] = (DispatchedPodGroup(STATEFULSET),)
+DISPATCHED_POD_GROUPS: tuple[DispatchedKind, ...] = (
+    DispatchedPodGroup(STATEFULSET),
+    DispatchedLeaderWorkerSet(LEADER_WORKER_SET),
+)
 _PARENTS_BY_KIND = {kind.resource.kind: kind for kind in POD_PARENT_KINDS}
 
 

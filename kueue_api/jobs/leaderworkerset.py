@@ -41,6 +41,7 @@ from kueue_api.jobs.pod import (
 )
 from kueue_api.jobs.pod_parent import (
     SUSPENDED_BY_PARENT_ANNOTATION,
+    DispatchedPodGroup,
     UpdateContext,
     group_workload_annotations,
     owner_uid,
@@ -82,12 +83,8 @@ class LeaderWorkerSet:
     on_hold_message: str | None = None
     adopts_workload = False
     updates_priority = True
-    multikueue_refusal: str | None = (
-        "Kueue's MultiKueue adapter for LeaderWorkerSet "
-        "(pkg/controller/jobs/leaderworkerset/leaderworkerset_multikueue_adapter.go) is not "
-        "yet followed by this manager, so it does not dispatch it: apply it, with its "
-        "queue-name label, to a worker cluster, whose agent queues each of its groups"
-    )
+    # The manager dispatches it (DispatchedLeaderWorkerSet).
+    multikueue_refusal: str | None = None
 
     def template_defaults(self, obj: JsonObject) -> JsonObject:
         """Webhook.Default: each template is marked as suspended by this framework and as a
@@ -261,6 +258,21 @@ class LeaderWorkerSet:
         annotations[ROLE_HASH_ANNOTATION] = role
         metadata["labels"], metadata["annotations"] = labels, annotations
         return result
+
+
+class DispatchedLeaderWorkerSet(DispatchedPodGroup):
+    """A LeaderWorkerSet as the manager dispatches it (DispatchedPodGroup, after
+    pkg/controller/jobs/leaderworkerset/leaderworkerset_multikueue_adapter.go): group 0's
+    Workload is raced, and the winner gets the set and the Workloads of its other groups."""
+
+    labels_prebuilt_workload = False
+
+    def __init__(self, parent: LeaderWorkerSet) -> None:
+        super().__init__(parent)
+
+    def pod_selector(self, job: JsonObject) -> str:
+        """LWS labels every pod of the set with its name (it has no selector of its own)."""
+        return f"{SET_NAME_LABEL}={(job.get('metadata') or {}).get('name') or ''}"
 
 
 def _pod_set(

@@ -313,22 +313,30 @@ def format_label_selector(selector: Mapping[str, Any] | None) -> str:
 
 
 class DispatchedPodGroup:
-    """A pod-group parent with one Workload (a StatefulSet) as the manager dispatches it,
+    """A pod-group parent (a StatefulSet, a LeaderWorkerSet) as the manager dispatches it,
     following the kind's MultiKueue adapter in Kueue
-    (pkg/controller/jobs/statefulset/statefulset_multikueue_adapter.go): its Workload is
-    placed like a Job's, and the winner alone gets the object, once, as it is. It has no
-    suspend field: the worker's pod webhook gates its pods until their group's Workload is
-    admitted. The copy carries the origin label, the prebuilt-workload label and the
-    manager's uid (`multikueue-origin-uid`), after which the worker's reconciler names the
-    group's Workload after the manager's object (GetOwnerUID): the copy the manager placed
-    there, which it adopts instead of making one. No status comes back (the kind has no
-    managedBy, so Kueue syncs none), and it never finishes: it runs until deleted.
+    (pkg/controller/jobs/statefulset/statefulset_multikueue_adapter.go,
+    pkg/controller/jobs/leaderworkerset/leaderworkerset_multikueue_adapter.go). Its first
+    Workload (a LeaderWorkerSet has one per group) is placed like a Job's; the worker that
+    admits it gets the object, once, as it is, and its other Workloads, which go nowhere else
+    (pkg/controller/admissionchecks/multikueue/workload.go, nominateAndSynchronizeWorkers:
+    only the primary component Workload, the lowest index, is raced; the others follow the
+    cluster it won). It has no suspend field: the worker's pod webhook gates its pods until
+    their group's Workload is admitted. The copy carries the origin label, the
+    prebuilt-workload label and the manager's uid (`multikueue-origin-uid`), after which the
+    worker's reconciler names each group's Workload after the manager's object (GetOwnerUID):
+    the copies the manager placed there, which it uses instead of making its own. No status
+    comes back (the kinds have no managedBy, so Kueue syncs none), and it never finishes: it
+    runs until deleted.
 
-    The manager takes it through its REST API: a manager cluster's own StatefulSet
-    controller would start its pods there, which Kueue's manager gates with its pod webhook
-    and the manager's webhooks do not."""
+    The manager takes it through its REST API: a manager cluster's own controllers would
+    start its pods there, which Kueue's manager gates with its pod webhook and the manager's
+    webhooks do not."""
 
     pod_priority_class_field = "spec.template.spec.priorityClassName"
+    # Whether the copy names its Workload in the prebuilt-workload label (a StatefulSet's
+    # SyncJob does; a LeaderWorkerSet's, of several Workloads, does not).
+    labels_prebuilt_workload = True
 
     def __init__(self, parent: PodGroupParentKind) -> None:
         self.parent = parent
@@ -350,6 +358,19 @@ class DispatchedPodGroup:
     def pod_sets(self, job: JsonObject) -> list[JsonObject]:
         return self.parent.pod_sets(job)
 
+    def workload_names(self, job: JsonObject, uid: str) -> list[str]:
+        """Kueue's names of its Workloads by group index, as the worker's reconciler names
+        them for the copy of a manager's object of uid `uid` (GetOwnerUID); the first is
+        the one raced."""
+        metadata = {**(job.get("metadata") or {}), "uid": uid}
+        return self.parent.workload_names({"metadata": metadata, "spec": job.get("spec") or {}})
+
+    def workload_annotations(self, job: JsonObject, index: int) -> dict[str, str]:
+        """What Kueue's reconciler annotates group `index`'s Workload with (the owner's kind
+        and name, the group's index), which the manager's Workload copies carry as
+        cloneForCreate copies them from the manager cluster's."""
+        return self.parent.workload_annotations(job, index)
+
     def pod_selector(self, job: JsonObject) -> str:
         """Its pods are those its own selector picks (they carry no label naming it)."""
         return format_label_selector(field_at(job, ("spec", "selector")))
@@ -364,7 +385,7 @@ class DispatchedPodGroup:
         self, job: JsonObject, *, workload_name: str, origin: str, origin_uid: str = ""
     ) -> JsonObject:
         """SyncJob: the object's metadata for creation and its spec, with the origin label,
-        the prebuilt Workload's name and the origin uid."""
+        the prebuilt Workload's name (labels_prebuilt_workload) and the origin uid."""
         metadata = job.get("metadata") or {}
         copy: JsonObject = {
             "apiVersion": job.get("apiVersion"),
@@ -377,11 +398,10 @@ class DispatchedPodGroup:
             "spec": json_copy(job.get("spec") or {}),
         }
         copy_metadata = copy["metadata"]
-        copy_metadata["labels"] = {
-            **(copy_metadata.get("labels") or {}),
-            PREBUILT_WORKLOAD_LABEL: workload_name,
-            MULTIKUEUE_ORIGIN_LABEL: origin,
-        }
+        labels = {**(copy_metadata.get("labels") or {}), MULTIKUEUE_ORIGIN_LABEL: origin}
+        if self.labels_prebuilt_workload:
+            labels[PREBUILT_WORKLOAD_LABEL] = workload_name
+        copy_metadata["labels"] = labels
         copy_metadata["annotations"] = {
             **(copy_metadata.get("annotations") or {}),
             MULTIKUEUE_ORIGIN_UID_ANNOTATION: origin_uid,

@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from sqlalchemy import select
 
-from kueue_api.jobs import DispatchedKind
+from kueue_api.jobs import DispatchedKind, DispatchedPodGroup
 from kueue_api.priority import PriorityClassRef
 from kueue_api.quantity import Quantity, QuantityError
 from manager import states
@@ -57,7 +57,7 @@ from manager.dispatch.remote_state import (
 )
 from manager.dispatch.timing import Clock, is_lost
 from manager.dispatch.workqueue import WorkQueue
-from manager.jobs import workload_copy
+from manager.jobs import workload_copy, workload_names
 from manager.metrics import ManagerMetrics
 from manager.remote.api_errors import status_message, status_reason
 from manager.remote.connection import (
@@ -166,6 +166,9 @@ class Dispatcher:
         self._kinds = settings.connection.kinds
         self._job_caches = job_caches(self._kinds)
         self._kinds_by_cache = kinds_by_cache(self._kinds)
+        self._group_kinds = {
+            kind.resource.kind: kind for kind in self._kinds if isinstance(kind, DispatchedPodGroup)
+        }
         self._queue: WorkQueue[int] = WorkQueue()
         self._rows = CoalescingLoader(self._reader.by_ids, window=settings.read_window_seconds)
         self._tasks: list[asyncio.Task[None]] = []
@@ -193,6 +196,9 @@ class Dispatcher:
         # removed), the last per (cluster, workload key), each after the one before it: a
         # worker that hangs delays its own copies, never another cluster's Job.
         self._remote_ops: dict[tuple[str, Key], tuple[str, asyncio.Task[None]]] = {}
+        # Whether the manager cluster's Workload (namespace, name) holds quota there: set by
+        # the manager-cluster source; a follower of a workload held there waits for its own.
+        self.follower_reserved: Callable[[Key], bool] | None = None
 
     def on_change(self, callback: Callable[[], None]) -> None:
         """Call `callback` after the dispatcher commits a change of some workload's state."""
@@ -396,13 +402,25 @@ class Dispatcher:
     # ---- workloads in and out ----------------------------------------------------------------
 
     def _index(self, row: WorkloadRow | WorkloadRecord) -> None:
-        self._by_workload_name[(row.namespace, row.workload_name)] = row.id
+        for name in (row.workload_name, *self._followers(row)):
+            self._by_workload_name[(row.namespace, name)] = row.id
         self._by_job_name[(row.namespace, row.name)] = row.id
 
     def _unindex(self, row: WorkloadRow | WorkloadRecord) -> None:
-        self._by_workload_name.pop((row.namespace, row.workload_name), None)
+        for name in (row.workload_name, *self._followers(row)):
+            self._by_workload_name.pop((row.namespace, name), None)
         self._by_job_name.pop((row.namespace, row.name), None)
         self._reconciled_at.pop(row.id, None)
+
+    def _followers(self, row: WorkloadRow | WorkloadRecord) -> list[str]:
+        """The names of a workload's other Workloads (a LeaderWorkerSet's groups after the
+        first), which only its winner gets: Kueue's MultiKueue races the primary component
+        Workload alone and sends the others where it won (nominateAndSynchronizeWorkers,
+        pkg/controller/admissionchecks/multikueue/workload.go)."""
+        kind = self._group_kinds.get(row.kind)
+        if kind is None:
+            return []
+        return workload_names(kind, row.manifest, row.uid)[1:]
 
     def workload_added(self, row: WorkloadRow) -> None:
         self._index(row)
@@ -523,6 +541,11 @@ class Dispatcher:
             or (conn.name, WORKLOADS, wkey) in self._expected
             or (conn.name, jobs, jkey) in self._expected
             or self._pending_op(conn, row) == "send"
+            or any(
+                (row.namespace, name) in conn.caches[WORKLOADS]
+                or (conn.name, WORKLOADS, (row.namespace, name)) in self._expected
+                for name in self._followers(row)
+            )
         )
 
     def _remove_copies_soon(self, row: WorkloadRecord, conn: ClusterConnection) -> None:
@@ -545,13 +568,15 @@ class Dispatcher:
             await conn.delete_job(row.namespace, row.name, kind=jobs)
             self._expected.discard((conn.name, jobs, jkey))
             found = True
-        copy_ = conn.caches[WORKLOADS].get(wkey)
-        if copy_ is not None and is_terminating(copy_):
-            found = True  # deleted already: its worker lets it go when it is done with it
-        elif copy_ is not None or (conn.name, WORKLOADS, wkey) in self._expected:
-            await conn.delete_workload(row.namespace, row.workload_name)
-            self._expected.discard((conn.name, WORKLOADS, wkey))
-            found = True
+        for name in (row.workload_name, *self._followers(row)):
+            key = (row.namespace, name)
+            copy_ = conn.caches[WORKLOADS].get(key)
+            if copy_ is not None and is_terminating(copy_):
+                found = True  # deleted already: its worker lets it go when it is done with it
+            elif copy_ is not None or (conn.name, WORKLOADS, key) in self._expected:
+                await conn.delete_workload(row.namespace, name)
+                self._expected.discard((conn.name, WORKLOADS, key))
+                found = True
         return found
 
     async def _finalize(self, row: WorkloadRecord) -> None:
@@ -715,6 +740,8 @@ class Dispatcher:
                 )
             return
         self._remove_losing_copies(row)
+        if not await self._send_followers(row, conn):
+            return
         now = self._clock.now()
         changes: dict[str, Any] = {}
         if not job_live:
@@ -758,6 +785,43 @@ class Dispatcher:
                 remove_attempts_except=row.cluster if others_active else None,
                 reason="LostElection",
             )
+
+    async def _send_followers(self, row: WorkloadRecord, conn: ClusterConnection) -> bool:
+        """The winner gets the workload's other Workloads it lacks (_followers), before the
+        object whose pods join them; under a manager-cluster queue each once its own
+        Workload there holds quota, as MultiKueue syncs a component Workload once it is
+        reserved. False when the winner refused one."""
+        kind = self._kinds.named(row.kind)
+        for index, name in enumerate(self._followers(row), start=1):
+            key = (row.namespace, name)
+            if key in conn.caches[WORKLOADS] or (conn.name, WORKLOADS, key) in self._expected:
+                continue
+            held = row.quota_reserved is not None
+            if held and (self.follower_reserved is None or not self.follower_reserved(key)):
+                continue
+            body = workload_copy(
+                kind,
+                row.manifest,
+                workload_name=name,
+                origin=self.settings.origin,
+                priority_class=PriorityClassRef.named(row.priority_class, row.priority_class_kind),
+                priority=row.priority,
+                index=index,
+            )
+            try:
+                await conn.create_workload(body)
+            except ApiException as error:
+                if not await self._refused(row, conn, error, "Workload copy"):
+                    raise
+                return False
+            self._expected.add((conn.name, WORKLOADS, key))
+        return True
+
+    def copy_admitted(self, cluster: str, key: Key) -> bool:
+        """Whether the Workload copy `key` is admitted in `cluster`, as its watch shows it."""
+        conn = self.connections.get(cluster)
+        obj = conn.caches[WORKLOADS].get(key) if conn is not None else None
+        return obj is not None and workload_copy_state(obj).admitted
 
     def _remove_losing_copies(self, row: WorkloadRecord) -> None:
         """Every copy outside the winner goes, in the background: only the winner ever gets a

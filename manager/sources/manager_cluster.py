@@ -35,7 +35,7 @@ from sqlalchemy.orm import load_only
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
 from kueue_api.documents import DocumentError, load_yaml
 from kueue_api.events import build_event
-from kueue_api.jobs import JobKind
+from kueue_api.jobs import DispatchedPodGroup, JobKind
 from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER, QUEUE_NAME_LABEL
 from kueue_api.jobs.checks import ManifestError
 from kueue_api.priority import PriorityClassNotFound, PriorityClassRef
@@ -48,7 +48,7 @@ from manager.db.credentials import EncryptionKeyError, new_token
 from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
 from manager.dispatch.nomination import DispatchMode
-from manager.jobs import parse_job, workload_name
+from manager.jobs import parse_job, workload_name, workload_names
 from manager.priority import ClassReader, MemoReader, job_priority
 from manager.remote.api_errors import status_message
 from manager.remote.connection import (
@@ -67,6 +67,7 @@ from manager.sources.manager_workload import (
     check_entry,
     decide,
     external_nominations,
+    holds_reservation,
     owner_is_managed,
     pending_message,
     standalone_workload,
@@ -149,6 +150,11 @@ class ManagerClusterSource:
         # of any kind the manager dispatches may wait in a manager-cluster queue).
         self._kinds = runtime.settings.job_kinds()
         self._dispatched = runtime.settings.dispatched_kinds()
+        self._group_kinds = {
+            kind.resource.kind: kind
+            for kind in self._dispatched
+            if isinstance(kind, DispatchedPodGroup)
+        }
         self._connection = ClusterConnection(
             "manager-cluster",
             kubeconfig,
@@ -164,6 +170,8 @@ class ManagerClusterSource:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._synced_status: dict[tuple[str, str], str] = {}
+        # Row id -> the names of its Workloads after the first (_follower_names).
+        self._followers: dict[int, list[str]] = {}
         self._listed = False  # the caches hold a listing (kept while the cluster is away)
         self._kubeconfig_digest: dict[str, str] = {}
         self.passes = 0
@@ -182,6 +190,7 @@ class ManagerClusterSource:
 
     async def start(self) -> None:
         self._runtime.dispatcher.on_change(self._wake.set)  # worker status to copy back
+        self._runtime.dispatcher.follower_reserved = self.follower_reserved
         self._connection.start()
         self._task = asyncio.create_task(self._run(), name="manager-cluster-source")
         if self.webhooks is not None:
@@ -533,6 +542,9 @@ class ManagerClusterSource:
             await self._sync_workload(row, check, job)
         for job, row in mirrored:
             await self._sync_status(job, row)
+        live = {row.id for row in rows}
+        for row_id in [row_id for row_id in self._followers if row_id not in live]:
+            del self._followers[row_id]
         for key, row in known.items():
             gone = key not in present or present[key]["metadata"].get("uid") != row.uid
             if gone and row.state not in states.FINAL_STATES and not row.cancel_requested:
@@ -676,11 +688,13 @@ class ManagerClusterSource:
         key = (row.namespace, row.workload_name)
         workload = self._connection.caches[WORKLOADS].get(key)
         standalone = row.source != SOURCE
+        if standalone:
+            await self._sync_followers(row, check)
         if workload is None:
             if row.state in states.FINAL_STATES or row.cancel_requested:
                 return
             if standalone:
-                await self._create_standalone(row)
+                await self._create_standalone(row, row.workload_name, 0)
                 return
             await self._record(row, False, WAITING_FOR_WORKLOAD)
             return
@@ -733,19 +747,75 @@ class ManagerClusterSource:
         row.message = values.get("message", row.message)
         self._runtime.dispatcher.enqueue(row.id)
 
-    async def _create_standalone(self, row: WorkloadRow) -> None:
+    async def _sync_followers(self, row: WorkloadRow, check: str | None) -> None:
+        """The manager's Workloads of a REST submission's other groups (a LeaderWorkerSet's
+        after the first: manager.jobs.workload_names), each followed as Kueue's MultiKueue
+        follows a component Workload of its own: made beside the first and deleted with it;
+        while the first's winner holds it, its check goes Ready once its copy is admitted
+        there (the dispatcher sends the copy once this Workload holds quota:
+        follower_reserved), and Retry when that copy is evicted."""
+        names = await self._follower_names(row)
+        ending = row.cancel_requested or row.state in states.FINAL_STATES
+        at = rfc3339(self._runtime.clock.now())
+        for index, name in enumerate(names, start=1):
+            key = (row.namespace, name)
+            workload = self._connection.caches[WORKLOADS].get(key)
+            if ending:
+                if workload is not None:
+                    await self._delete_workload(key)
+                continue
+            if workload is None:
+                await self._create_standalone(row, name, index)
+                continue
+            if check is None:
+                continue
+            dispatcher = self._runtime.dispatcher
+            admitted = row.cluster is not None and dispatcher.copy_admitted(row.cluster, key)
+            record = Record(row.state, row.cluster if admitted else None, (), None, True)
+            decision = decide(record, workload, check, at)
+            written = decision.status is not None and await self._write_workload_status(
+                workload, decision.status
+            )
+            if written and decision.status is not None:
+                await self._announce(workload, check, decision.status)
+            if row.cluster is not None and decision.reserved and not admitted:
+                dispatcher.enqueue(row.id)  # its copy goes to the winner
+
+    async def _follower_names(self, row: WorkloadRow) -> list[str]:
+        """The names of a row's Workloads after its first; read once per row."""
+        kind = self._group_kinds.get(row.kind)
+        if kind is None:
+            return []
+        names = self._followers.get(row.id)
+        if names is None:
+            manifest = await self._manifest(row)
+            names = workload_names(kind, manifest, row.uid)[1:] if manifest is not None else []
+            self._followers[row.id] = names
+        return names
+
+    def follower_reserved(self, key: tuple[str, str]) -> bool:
+        """Whether the manager's Workload `key` (namespace, name) holds quota here."""
+        workload = self._connection.caches[WORKLOADS].get(key)
+        return workload is not None and holds_reservation(workload)
+
+    async def _manifest(self, row: WorkloadRow) -> dict[str, Any] | None:
         async with self._runtime.sessions() as session:
-            manifest = (
+            manifest: dict[str, Any] | None = (
                 await session.execute(select(WorkloadRow.manifest).where(WorkloadRow.id == row.id))
             ).scalar_one_or_none()
+        return manifest
+
+    async def _create_standalone(self, row: WorkloadRow, name: str, index: int) -> None:
+        manifest = await self._manifest(row)
         if manifest is None:
             return
         body = standalone_workload(
             self._dispatched.named(row.kind),
             manifest,
-            workload_name=row.workload_name,
+            workload_name=name,
             priority_class=PriorityClassRef.named(row.priority_class, row.priority_class_kind),
             priority=row.priority,
+            index=index,
         )
         custom = client.CustomObjectsApi(self._api)
         try:
@@ -757,7 +827,7 @@ class ManagerClusterSource:
                 log.info(
                     "Workload %s/%s not created in the manager cluster: %s: %s",
                     row.namespace,
-                    row.workload_name,
+                    name,
                     error.reason,
                     status_message(error),
                 )

@@ -71,9 +71,11 @@ def standalone_workload(
     workload_name: str,
     priority_class: PriorityClassRef | None,
     priority: int,
+    index: int = 0,
 ) -> dict[str, Any]:
-    """The Workload a REST submission gets in the manager cluster: no owner (there is no job
-    there), so it holds the submission's place in the manager's queue and quota."""
+    """The Workload a REST submission gets in the manager cluster (one per component
+    `index`: a LeaderWorkerSet's groups): no owner (there is no job there), so it holds the
+    submission's place in the manager's queue and quota."""
     body = workload_copy(
         kind,
         manifest,
@@ -81,6 +83,7 @@ def standalone_workload(
         origin="",
         priority_class=priority_class,
         priority=priority,
+        index=index,
     )
     labels = dict(body["metadata"].get("labels") or {})
     labels.pop(MULTIKUEUE_ORIGIN_LABEL, None)  # this is the origin, not a copy

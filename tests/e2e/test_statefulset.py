@@ -43,12 +43,12 @@ def sample_statefulset(name: str) -> dict[str, Any]:
     return found
 
 
-async def _pods_seen(system: Any, name: str, seen: dict[str, set[str]]) -> None:
-    """Note, until cancelled, each pod of the set in each worker."""
+async def pods_seen(system: Any, selector: str, seen: dict[str, set[str]]) -> None:
+    """Note, until cancelled, each pod `selector` picks in team-a in each worker."""
     while True:
         for worker in system.workers:
             pods = await get_json(
-                system.kubeconfigs[worker], "pods", "-n", "team-a", "-l", f"app={name}"
+                system.kubeconfigs[worker], "pods", "-n", "team-a", "-l", selector
             )
             seen[worker].update(p["metadata"]["name"] for p in pods["items"])
         await asyncio.sleep(0.2)
@@ -61,7 +61,7 @@ async def test_a_statefulset_runs_its_pods_in_one_worker_on_the_managers_workloa
         await wait_connected(system, api)
         name = unique("sts")
         seen: dict[str, set[str]] = {worker: set() for worker in system.workers}
-        watch = asyncio.create_task(_pods_seen(system, name, seen))
+        watch = asyncio.create_task(pods_seen(system, f"app={name}", seen))
         try:
             submitted = await submit_rest(api, sample_statefulset(name))
             assert submitted["kind"] == "StatefulSet", submitted

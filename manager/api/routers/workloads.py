@@ -32,7 +32,7 @@ from manager.api.views import workload_view
 from manager.db import workloads as queries
 from manager.db.events import append_event, workload_events
 from manager.db.tables import WorkloadRow
-from manager.jobs import SubmittedJob, parse_job, workload_name
+from manager.jobs import SubmittedJob, parse_job, workload_names
 from manager.priority import job_priority
 from manager.remote.api_errors import status_message
 from manager.remote.connection import LOCAL_QUEUES, Unreachable
@@ -115,6 +115,12 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
         )
     priority = await _priority(runtime, job)
     uid = str(uuid.uuid4())
+    kind = runtime.settings.dispatched_kinds().named(job.kind)
+    names = workload_names(kind, job.manifest, uid)
+    if not names:
+        raise ApiError(
+            422, "Invalid", f"a {job.kind} of no replicas has no Workload to run", "spec.replicas"
+        )
     now = runtime.clock.now()
     gate = runtime.manager_queues
     held = gate is not None and gate.multikueue_queue(job.namespace, job.queue)
@@ -134,9 +140,7 @@ async def submit_workload(request: Request, runtime: Runtime, _: User) -> Worklo
     row = queries.new_workload_row(
         job,
         uid=uid,
-        workload_name=workload_name(
-            runtime.settings.dispatched_kinds().named(job.kind), job.name, uid
-        ),
+        workload_name=names[0],
         priority=priority,
         source="api",
         now=now,

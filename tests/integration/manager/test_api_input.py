@@ -85,26 +85,37 @@ async def test_a_malformed_manifest_is_a_422_naming_the_field(settings: ManagerS
         assert listing.json() == {"items": [], "continue": None}
 
 
-async def test_kueues_serving_samples_are_a_422_naming_the_kind_and_what_to_do(
+async def test_kueues_serving_samples_a_deployment_is_a_422_naming_what_to_do(
     settings: ManagerSettings,
 ) -> None:
-    """Kueue's MultiKueue has no adapter for a Deployment, and the manager does not yet follow
-    its multi-Workload one for a LeaderWorkerSet: both are refused, with where to apply them
-    instead (a StatefulSet is dispatched: tests/e2e/test_statefulset.py)."""
+    """Kueue's MultiKueue has no adapter for a Deployment: it is refused, with where to apply
+    it instead. A StatefulSet and a LeaderWorkerSet are dispatched (tests/e2e/
+    test_statefulset.py, test_leaderworkerset.py); the latter's record names the Workload of
+    its group 0, the one raced, and a set of no groups has none to race."""
     async with serve_manager(settings) as manager:
-        for name, kind in (
-            ("sample-deployment.yaml", "apps/v1 Deployment"),
-            ("sample-leaderworkerset.yaml", "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet"),
-        ):
-            (body,) = documents(EXAMPLES / "serving-workloads" / name)
-            response = await manager.client.post("/api/v1/workloads", json=body)
-            assert response.status_code == 422
-            error = response.json()["error"]
-            assert error["field"] == "kind"
-            assert error["message"].startswith(f"kind: {kind}: Kueue's MultiKueue")
-            assert "apply it, with its queue-name label, to a worker cluster" in error["message"]
+        (body,) = documents(EXAMPLES / "serving-workloads" / "sample-deployment.yaml")
+        response = await manager.client.post("/api/v1/workloads", json=body)
+        assert response.status_code == 422
+        error = response.json()["error"]
+        assert error["field"] == "kind"
+        assert error["message"].startswith("kind: apps/v1 Deployment: Kueue's MultiKueue")
+        assert "apply it, with its queue-name label, to a worker cluster" in error["message"]
+
+        (lws,) = documents(EXAMPLES / "serving-workloads" / "sample-leaderworkerset.yaml")
+        empty = copy.deepcopy(lws)
+        empty["spec"]["replicas"] = 0
+        response = await manager.client.post("/api/v1/workloads", json=empty)
+        assert response.status_code == 422, response.text
+        assert response.json()["error"]["field"] == "spec.replicas"
         listing = await manager.client.get("/api/v1/workloads")
         assert listing.json() == {"items": [], "continue": None}
+
+        response = await manager.client.post("/api/v1/workloads", json=lws)
+        assert response.status_code == 201, response.text
+        created = response.json()
+        assert created["kind"] == "LeaderWorkerSet"
+        # Group 0's: GetWorkloadName(uid, "<set>-0"), the set's kind and group in the hash.
+        assert created["workloadName"].startswith("leaderworkerset-nginx-leaderworkerset-0-")
 
 
 async def test_a_bad_kubeconfig_is_refused_and_nothing_is_stored(
