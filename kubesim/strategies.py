@@ -415,13 +415,19 @@ def _pod_update(new: Obj, old: Obj) -> Causes:
     mutable: tuple[str, ...] = _POD_MUTABLE
     if old_spec.get("schedulingGates"):
         mutable = mutable + _POD_MUTABLE_WHILE_GATED
-    if old_spec.get("schedulingGates") is None and new_spec.get("schedulingGates"):
-        return [
-            (
-                "spec.schedulingGates",
-                "Forbidden: only deletion is allowed, but found new scheduling gate",
-            )
-        ]
+    # validateSchedulingGatesUpdate (pkg/apis/core/validation): gates only ever go.
+    had = {g.get("name") for g in old_spec.get("schedulingGates") or [] if isinstance(g, dict)}
+    added = [
+        (
+            f"spec.schedulingGates[{index}].name",
+            f"Forbidden: only deletion is allowed, but found new scheduling gate "
+            f"'{gate.get('name')}'",
+        )
+        for index, gate in enumerate(new_spec.get("schedulingGates") or [])
+        if isinstance(gate, dict) and gate.get("name") not in had
+    ]
+    if added:
+        return added
     if _without(new_spec, mutable) != _without(old_spec, mutable):
         return [
             (

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import kueue_api as api
+from kueue_api.jobs.pod import TOPOLOGY_GATE
 
 JsonObject = dict[str, Any]
 
-TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 TAS_LABEL = "kueue.x-k8s.io/tas"
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"

@@ -154,6 +154,7 @@ def defaulting_for(configuration: Configuration | None, own_namespace: str) -> D
             selector.model_dump(by_alias=True, exclude_none=True) if selector else None
         ),
         local_queue_defaulting=configuration.feature_enabled("LocalQueueDefaulting", True),
+        topology_aware_scheduling=configuration.feature_enabled("TopologyAwareScheduling", True),
         excluded_namespaces=frozenset({"kube-system", own_namespace}),
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
 from kueue_api.conditions import condition_true, find_condition, set_condition
 from kueue_api.jobs.base import PodSetInfo
+from kueue_api.jobs.pod import TOPOLOGY_GATE
 from kueue_api.jobs.pod_parent import ON_HOLD_REASON, is_on_hold
 from kueue_api.jsoncopy import json_copy
 from kueue_api.pod_sets import UNCONSTRAINED_TOPOLOGY
@@ -32,7 +33,7 @@ from worker_agent.admission_checks import states as checks
 from worker_agent.cache import ObjectCache
 from worker_agent.engine import retry_time
 from worker_agent.engine.checks import UNSATISFIED_CHECKS_MESSAGE, UNSATISFIED_CHECKS_REASON
-from worker_agent.topology import PODSET_LABEL, TAS_LABEL, TOPOLOGY_GATE, WORKLOAD_ANNOTATION
+from worker_agent.topology import PODSET_LABEL, TAS_LABEL, WORKLOAD_ANNOTATION
 
 JsonObject = dict[str, Any]
 

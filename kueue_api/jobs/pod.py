@@ -30,6 +30,8 @@ JsonObject = dict[str, Any]
 # Its name in Kueue's Configuration `integrations.frameworks`.
 FRAMEWORK = "pod"
 ADMISSION_GATE = "kueue.x-k8s.io/admission"
+# kueue.TopologySchedulingGate: a pod waits behind it for its topology domain.
+TOPOLOGY_GATE = "kueue.x-k8s.io/topology"
 MANAGED_LABEL = "kueue.x-k8s.io/managed"
 GROUP_NAME_LABEL = "kueue.x-k8s.io/pod-group-name"
 GROUP_TOTAL_ANNOTATION = "kueue.x-k8s.io/pod-group-total-count"
@@ -140,8 +142,11 @@ def released(pod: JsonObject, info: PodSetInfo) -> JsonObject | None:
     if info.annotations:
         meta["annotations"] = {**(meta.get("annotations") or {}), **info.annotations}
     spec = dict(pod.get("spec") or {})
-    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") != ADMISSION_GATE]
-    gates += [{"name": g} for g in info.scheduling_gates if not any(x["name"] == g for x in gates)]
+    # prepare (pkg/controller/jobs/pod/pod_controller.go): the admission gate goes, and the
+    # topology gate too unless the podSet has a topology assignment. A gate cannot be added
+    # to a pod that exists, so none of the podSet's is.
+    gone = {ADMISSION_GATE} | ({TOPOLOGY_GATE} - set(info.scheduling_gates))
+    gates = [g for g in spec.get("schedulingGates") or [] if g.get("name") not in gone]
     if gates:
         spec["schedulingGates"] = gates
     else:

@@ -45,6 +45,7 @@ from kueue_api.jobs.pod import (
     GROUP_NAME_LABEL,
     GROUP_TOTAL_ANNOTATION,
     MANAGED_LABEL,
+    TOPOLOGY_GATE,
 )
 from kueue_api.jobs.pod_parent import SUSPENDED_BY_PARENT_ANNOTATION, managed_by_another_framework
 from kueue_api.jsoncopy import json_copy
@@ -88,6 +89,9 @@ class Defaulting:
     # metav1.LabelSelector JSON; Kueue's default leaves out kube-system and its own namespace.
     managed_jobs_namespace_selector: JsonObject | None = None
     local_queue_defaulting: bool = True
+    # The TopologyAwareScheduling gate (beta, on): a queued pod is created behind the
+    # topology gate too, which only a topology assignment keeps (pods_api.released).
+    topology_aware_scheduling: bool = True
     multikueue: bool = False  # set managedBy for MultiKueue ClusterQueues (the manager side)
     excluded_namespaces: frozenset[str] = field(default_factory=frozenset)
     # The job kinds (built in, and declared in the Configuration) the webhooks know.
@@ -240,7 +244,7 @@ def default_pod(obj: JsonObject, view: ClusterView, settings: Defaulting) -> Jso
     metadata = result.setdefault("metadata", {})
     namespace = str(metadata.get("namespace") or "")
     if SUSPENDED_BY_PARENT_ANNOTATION in (metadata.get("annotations") or {}):
-        return _gated(result)
+        return _gated(result, settings)
     if _owned_by_managed_kind(result, settings):
         return result
     labels = _labels(result)
@@ -251,15 +255,19 @@ def default_pod(obj: JsonObject, view: ClusterView, settings: Defaulting) -> Jso
         return result
     labels[MANAGED_LABEL] = "true"
     metadata["labels"] = labels
-    return _gated(result)
+    return _gated(result, settings)
 
 
-def _gated(pod: JsonObject) -> JsonObject:
-    """`pod` (the caller's copy) behind Kueue's admission gate."""
+def _gated(pod: JsonObject, settings: Defaulting) -> JsonObject:
+    """`pod` (the caller's copy) behind Kueue's admission gate, and with TAS on behind its
+    topology gate as well (pkg/controller/jobs/pod/pod_webhook.go, Default): a pod's gates
+    can only be removed once it exists, so the one a topology assignment needs is set now."""
     spec = pod.setdefault("spec", {})
     gates = list(spec.get("schedulingGates") or [])
-    if not any(g.get("name") == ADMISSION_GATE for g in gates):
-        gates.append({"name": ADMISSION_GATE})
+    wanted = [ADMISSION_GATE, TOPOLOGY_GATE] if settings.topology_aware_scheduling else []
+    for name in wanted or [ADMISSION_GATE]:
+        if not any(g.get("name") == name for g in gates):
+            gates.append({"name": name})
     spec["schedulingGates"] = gates
     return pod
 

@@ -25,12 +25,13 @@ from kueue_api.jobs.base import MULTIKUEUE_ORIGIN_LABEL, PREBUILT_WORKLOAD_LABEL
 from kueue_api.jobs.leaderworkerset import GROUP_INDEX_LABEL, SET_NAME_LABEL
 from kueue_api.jobs.pod_parent import MULTIKUEUE_ORIGIN_UID_ANNOTATION
 from manager.jobs import workload_names
-from tests.e2e.backends.base import MANAGER_CLUSTER, api_client
+from tests.e2e.backends.base import CPU_WORKER, MANAGER_CLUSTER, TAS_WORKER, api_client
 from tests.e2e.conftest import StartSystem
 from tests.e2e.jobs import unique
 from tests.e2e.observe import eventually, wait_for_state
 from tests.e2e.steps import submit_rest, wait_connected
 from tests.e2e.test_kubeflow_jobs import get_json
+from tests.e2e.test_preemption import nominate
 from tests.e2e.test_statefulset import pods_seen
 from tests.one_cluster import EXAMPLES
 
@@ -54,20 +55,25 @@ async def _workloads_named(kubeconfig: Any, names: list[str]) -> dict[str, dict[
     return {w["metadata"]["name"]: w for w in workloads["items"] if w["metadata"]["name"] in names}
 
 
+@pytest.mark.parametrize("worker", [CPU_WORKER, TAS_WORKER])
 async def test_a_leaderworkerset_runs_every_group_in_one_worker_on_the_managers_workloads(
-    start_system: StartSystem,
+    start_system: StartSystem, worker: str
 ) -> None:
-    async with start_system() as system, api_client(system) as api:
+    """In each worker: worker-tas's queues have only TAS flavors, so there each group's pods
+    are placed by topology too. The External dispatcher sends it to the worker named."""
+    async with start_system(dispatcher="External") as system, api_client(system) as api:
         await wait_connected(system, api)
         name = unique("lws")
-        seen: dict[str, set[str]] = {worker: set() for worker in system.workers}
+        seen: dict[str, set[str]] = {w: set() for w in system.workers}
         watch = asyncio.create_task(pods_seen(system, f"{SET_NAME_LABEL}={name}", seen))
         try:
             manifest = sample_leaderworkerset(name)
             submitted = await submit_rest(api, manifest)
             assert submitted["kind"] == "LeaderWorkerSet", submitted
+            await nominate(api, name, [worker])
             record = await wait_for_state(api, "team-a", name, {"Running"}, within=200)
-            winner = system.kubeconfigs[record["cluster"]]
+            assert record["cluster"] == worker, record
+            winner = system.kubeconfigs[worker]
 
             async def running() -> list[dict[str, Any]]:
                 pods = await get_json(

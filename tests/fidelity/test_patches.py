@@ -273,3 +273,28 @@ async def test_update_and_patch_move_the_fields_they_change_to_their_manager(
         "third": {"f:metadata": {"f:finalizers": {".": {}, 'v:"example.com/f"': {}}}},
     }
     await kube.ok("PATCH", f"{path}/upd2", {"metadata": {"finalizers": None}}, content_type=MERGE)
+
+
+async def test_a_pods_scheduling_gates_can_only_be_removed(kube: Client, namespace: str) -> None:
+    """kube-apiserver's pod update validation: a gate may go, none may come (Kueue's pod
+    webhook gates a queued pod with every gate it may need at creation for this reason)."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    gates = [{"name": "example.com/a"}, {"name": "example.com/b"}]
+    pod = {
+        "metadata": {"name": "gated"},
+        "spec": {"schedulingGates": gates, "containers": [{"name": "c", "image": "busybox:1"}]},
+    }
+    await kube.ok("POST", path, pod)
+    swapped = {"spec": {"schedulingGates": [{"name": "example.com/b"}, {"name": "example.com/c"}]}}
+    refused = await kube.request("PATCH", f"{path}/gated", swapped, content_type=MERGE)
+    assert refused.status == 422, refused
+    causes = refused.obj["details"]["causes"]
+    assert [(c["field"], c["message"]) for c in causes] == [
+        (
+            "spec.schedulingGates[1].name",
+            "Forbidden: only deletion is allowed, but found new scheduling gate 'example.com/c'",
+        )
+    ]
+    fewer = {"spec": {"schedulingGates": [{"name": "example.com/b"}]}}
+    patched = await kube.ok("PATCH", f"{path}/gated", fewer, content_type=MERGE)
+    assert patched["spec"]["schedulingGates"] == [{"name": "example.com/b"}]

@@ -86,7 +86,7 @@ class TopologyUngater:
                 if written is not None and self._metrics is not None and self._clock is not None:
                     group = bool(labels_of(written).get(pods_api.GROUP_NAME_LABEL))
                     self._metrics.gate_removed(
-                        topology.TOPOLOGY_GATE, workload, group, self._clock()
+                        pods_api.TOPOLOGY_GATE, workload, group, self._clock()
                     )
         return None
 

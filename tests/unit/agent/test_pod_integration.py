@@ -49,6 +49,22 @@ def test_release_removes_the_gate_and_adds_the_flavor() -> None:
     assert pods.released(released, info) is None
 
 
+def test_release_keeps_the_topology_gate_only_for_a_topology_assignment() -> None:
+    """prepare (pod_controller.go): the pod was created behind both gates (its gates can only
+    go once it exists); the topology gate stays for a podSet placed by topology, for the
+    ungater to lift with the pod's domain, and goes with the admission gate otherwise."""
+    both = pod("a")
+    both["spec"]["schedulingGates"].append({"name": pods.TOPOLOGY_GATE})
+    placed = pods.released(both, PodSetInfo("main", 1, scheduling_gates=(pods.TOPOLOGY_GATE,)))
+    assert placed is not None
+    assert placed["spec"]["schedulingGates"] == [{"name": pods.TOPOLOGY_GATE}]
+    plain = pods.released(both, PodSetInfo("main", 1))
+    assert plain is not None and "schedulingGates" not in plain["spec"]
+    # A pod created before it had the topology gate is not given one: it could not be.
+    late = pods.released(pod("b"), PodSetInfo("main", 1, scheduling_gates=(pods.TOPOLOGY_GATE,)))
+    assert late is not None and "schedulingGates" not in late["spec"]
+
+
 def test_a_group_finishes_when_every_member_has() -> None:
     done = [pod("a", phase="Succeeded"), pod("b", phase="Succeeded")]
     assert pods.finished(done, 3) is None  # one member has not even been created

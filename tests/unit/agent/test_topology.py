@@ -1,7 +1,8 @@
 """Ungating topology-assigned pods: each gated pod gets a domain with room, ranks first."""
 
 from kueue_api.jobs import BATCH_JOB
-from worker_agent.topology import TOPOLOGY_GATE, Domain, decode, plan_ungating, ungated
+from kueue_api.jobs.pod import TOPOLOGY_GATE
+from worker_agent.topology import Domain, decode, plan_ungating, ungated
 from worker_agent.workloads import pod_set_infos
 
 LEVELS = ("cloud.com/rack", "kubernetes.io/hostname")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER, QUEUE_NAME_LABEL
-from kueue_api.jobs.pod import ADMISSION_GATE, MANAGED_LABEL
+from kueue_api.jobs.pod import ADMISSION_GATE, MANAGED_LABEL, TOPOLOGY_GATE
 from kueue_api.webhooks.mutation import Defaulting, mutate
 from kueue_api.webhooks.review import json_patch, parse, response
 
@@ -175,10 +176,15 @@ def pod(labels: Mapping[str, str], annotations: Mapping[str, str] | None = None)
 
 
 def test_a_queued_pod_is_gated_and_labelled_managed() -> None:
+    """Behind the topology gate too while TAS is on (pod_webhook.go): a pod's gates can only
+    be removed once it exists, and a topology assignment needs that one."""
     out = applied(pod({QUEUE_NAME_LABEL: "user-queue"}), View())
-    assert out["spec"]["schedulingGates"] == [{"name": ADMISSION_GATE}]
+    assert out["spec"]["schedulingGates"] == [{"name": ADMISSION_GATE}, {"name": TOPOLOGY_GATE}]
     assert out["metadata"]["labels"][MANAGED_LABEL] == "true"
     assert applied(pod({}), View()) == pod({})
+    without_tas = dataclasses.replace(EVERY_KIND, topology_aware_scheduling=False)
+    out = applied(pod({QUEUE_NAME_LABEL: "user-queue"}), View(), without_tas)
+    assert out["spec"]["schedulingGates"] == [{"name": ADMISSION_GATE}]
 
 
 @pytest.mark.parametrize(("total", "fragment"), [(None, "Required value"), ("0", "positive")])

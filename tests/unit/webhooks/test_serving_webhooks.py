@@ -11,7 +11,7 @@ import pytest
 
 from kueue_api.jobs import STATEFULSET
 from kueue_api.jobs.base import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
-from kueue_api.jobs.pod import ADMISSION_GATE, MANAGED_LABEL
+from kueue_api.jobs.pod import ADMISSION_GATE, MANAGED_LABEL, TOPOLOGY_GATE
 from kueue_api.jobs.pod_parent import SUSPENDED_BY_PARENT_ANNOTATION
 from kueue_api.webhooks.mutation import Defaulting, frameworks_of
 from kueue_api.webhooks.review import parse
@@ -217,7 +217,7 @@ def test_a_pod_of_a_marked_template_is_gated_whatever_its_labels() -> None:
         "spec": {"containers": [{"name": "c"}]},
     }
     out = applied(pod, View(), SERVING)
-    assert out["spec"]["schedulingGates"] == [{"name": ADMISSION_GATE}]
+    assert out["spec"]["schedulingGates"] == [{"name": ADMISSION_GATE}, {"name": TOPOLOGY_GATE}]
 
 
 def _update(old: JsonObject, new: JsonObject) -> Any:
