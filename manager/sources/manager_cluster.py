@@ -21,10 +21,10 @@ import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -88,6 +88,11 @@ WATCHED_KINDS = (
     "multikueueclusters",
 )
 
+
+# How many rows a pass works on at once. One after the other, a pass over 300 Jobs created
+# in a burst held the first Job's dispatch for seconds behind the API calls of the others.
+_PASS_CONCURRENCY = 16
+T = TypeVar("T")
 
 # What a pass reads of each workload row.
 _ROW_COLUMNS = (
@@ -522,26 +527,33 @@ class ManagerClusterSource:
                 ).scalars()
             )
         known = {(r.namespace, r.name): r for r in rows if r.source == SOURCE}
+        new_jobs: list[dict[str, Any]] = []
         mirrored: list[tuple[dict[str, Any], WorkloadRow]] = []
-        classes = MemoReader(self)  # the new jobs of this pass share their class reads
         for key, job in present.items():
             row = known.get(key)
-            if row is None or row.uid != job["metadata"].get("uid"):
-                if row is None:
-                    await self._admit_job(job, classes)
-                continue
-            if row.state not in states.FINAL_STATES or row.remote_status:
+            if row is None:
+                new_jobs.append(job)
+            elif row.uid == job["metadata"].get("uid") and (
+                row.state not in states.FINAL_STATES or row.remote_status
+            ):
                 mirrored.append((job, row))
-        # The check's state before the jobs' status: a job that ran shows Admitted on its
-        # Workload before its mirrored end finishes it, as under Kueue's MultiKueue.
-        for row in rows:
-            if row.quota_reserved is None:
-                continue  # dispatched without a manager-cluster queue (REST into a worker's)
+
+        # The rows are independent of one another, so each step works on many at once; the
+        # Workloads Kueue there has just reserved quota for go to the dispatcher first, before
+        # this pass records the jobs that came since the last one.
+        async def sync_workload(row: WorkloadRow) -> None:
             check = topology.queue_to_check.get((row.namespace, row.queue))
             job = present.get((row.namespace, row.name)) if row.source == SOURCE else None
             await self._sync_workload(row, check, job)
-        for job, row in mirrored:
-            await self._sync_status(job, row)
+
+        # Rows with quota_reserved None were sent without a manager-cluster queue (REST into
+        # a worker's).
+        await _each([row for row in rows if row.quota_reserved is not None], sync_workload)
+        classes = MemoReader(self)  # the new jobs of this pass share their class reads
+        await _each(new_jobs, lambda job: self._admit_job(job, classes))
+        # The check's state before the jobs' status: a job that ran shows Admitted on its
+        # Workload before its mirrored end finishes it, as under Kueue's MultiKueue.
+        await _each(mirrored, lambda pair: self._sync_status(*pair))
         live = {row.id for row in rows}
         for row_id in [row_id for row_id in self._followers if row_id not in live]:
             del self._followers[row_id]
@@ -642,12 +654,11 @@ class ManagerClusterSource:
         if self._synced_status.get(key) == digest:
             return
         # A merge patch keeps what it does not name: a field the worker's Job dropped (`active`
-        # once it finished) is cleared explicitly, or kube-apiserver refuses the mix.
-        dropped = {field: None for field in job.get("status") or {} if field not in remote}
+        # once it finished, the pods of an emptied `uncountedTerminatedPods`) is cleared
+        # explicitly, or kube-apiserver refuses the mix.
+        patch = merge_patch_to(job.get("status") or {}, remote)
         try:
-            await self._patch_job(
-                kind, row.namespace, row.name, {"status": {**dropped, **remote}}, "status"
-            )
+            await self._patch_job(kind, row.namespace, row.name, {"status": patch}, "status")
             self._synced_status[key] = digest
         except ApiException as error:
             log.info(
@@ -911,6 +922,32 @@ class ManagerClusterSource:
                 workload_id=row.id,
             )
         runtime.dispatcher.enqueue(row.id)
+
+
+def merge_patch_to(current: Any, desired: Any) -> Any:
+    """The JSON merge patch (RFC 7386) that turns `current` into `desired`: what `current`
+    has and `desired` lacks is nulled at every depth (a patch of `{}` would leave an object's
+    old keys in place); lists and scalars are replaced whole."""
+    if not isinstance(current, dict) or not isinstance(desired, dict):
+        return desired
+    patch: dict[str, Any] = {key: None for key in current if key not in desired}
+    for key, value in desired.items():
+        patch[key] = merge_patch_to(current[key], value) if key in current else value
+    return patch
+
+
+async def _each(items: Sequence[T], work: Callable[[T], Awaitable[None]]) -> None:
+    """`work` on every item, _PASS_CONCURRENCY at a time; the first failure cancels the rest
+    (the pass is tried again)."""
+    limit = asyncio.Semaphore(_PASS_CONCURRENCY)
+
+    async def one(item: T) -> None:
+        async with limit:
+            await work(item)
+
+    async with asyncio.TaskGroup() as group:
+        for item in items:
+            group.create_task(one(item))
 
 
 def read_kubeconfig_file(path: str) -> dict[str, Any]:
