@@ -115,12 +115,14 @@ async def _examples_queued(client: KubeClient) -> None:
         await asyncio.sleep(1)
         assert len(await pods_of(client, "sample-job")) == 3
 
-        # Kueue's plain Pod example: gated at creation, released once admitted.
+        # Kueue's plain Pod example: gated at creation (behind the topology gate too, which
+        # only a topology assignment keeps: a gate cannot be added later), released once
+        # admitted.
         pod = documents(EXAMPLES / "pods-kueue" / "kueue-pod.yaml")[0]
         pod["metadata"]["namespace"] = "default"
         made = await client.create(PODS, pod)
         gates = [g["name"] for g in made["spec"].get("schedulingGates") or []]
-        assert gates == ["kueue.x-k8s.io/admission"]
+        assert gates == ["kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"]
         assert made["metadata"]["labels"]["kueue.x-k8s.io/managed"] == "true"
         name = made["metadata"]["name"]
 
@@ -165,7 +167,8 @@ async def _examples_queued(client: KubeClient) -> None:
             member["metadata"]["namespace"] = "default"
             made = await client.create(PODS, member)
             assert [g["name"] for g in made["spec"]["schedulingGates"]] == [
-                "kueue.x-k8s.io/admission"
+                "kueue.x-k8s.io/admission",
+                "kueue.x-k8s.io/topology",
             ]
             group.append(made["metadata"]["name"])
 
