@@ -160,6 +160,12 @@ def workload_names(kind: DispatchedKind, manifest: Mapping[str, Any], uid: str) 
     return [workload_name(kind, str(manifest["metadata"]["name"]), uid)]
 
 
+def pod_group_kinds(kinds: JobKinds[DispatchedKind]) -> dict[str, DispatchedPodGroup]:
+    """The kinds of `kinds` whose objects may have Workloads after the first (DispatchedPodGroup),
+    by kind name: the only ones whose rows have followers."""
+    return {kind.resource.kind: kind for kind in kinds if isinstance(kind, DispatchedPodGroup)}
+
+
 def workload_copy(
     kind: DispatchedKind,
     manifest: Mapping[str, Any],

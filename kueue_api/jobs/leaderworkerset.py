@@ -267,9 +267,6 @@ class DispatchedLeaderWorkerSet(DispatchedPodGroup):
 
     labels_prebuilt_workload = False
 
-    def __init__(self, parent: LeaderWorkerSet) -> None:
-        super().__init__(parent)
-
     def pod_selector(self, job: JsonObject) -> str:
         """LWS labels every pod of the set with its name (it has no selector of its own)."""
         return f"{SET_NAME_LABEL}={(job.get('metadata') or {}).get('name') or ''}"

@@ -264,8 +264,10 @@ def _gated(pod: JsonObject, settings: Defaulting) -> JsonObject:
     can only be removed once it exists, so the one a topology assignment needs is set now."""
     spec = pod.setdefault("spec", {})
     gates = list(spec.get("schedulingGates") or [])
-    wanted = [ADMISSION_GATE, TOPOLOGY_GATE] if settings.topology_aware_scheduling else []
-    for name in wanted or [ADMISSION_GATE]:
+    wanted = (
+        [ADMISSION_GATE, TOPOLOGY_GATE] if settings.topology_aware_scheduling else [ADMISSION_GATE]
+    )
+    for name in wanted:
         if not any(g.get("name") == name for g in gates):
             gates.append({"name": name})
     spec["schedulingGates"] = gates

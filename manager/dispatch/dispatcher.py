@@ -20,7 +20,7 @@ from typing import Any
 from kubernetes_asyncio.client.exceptions import ApiException
 from sqlalchemy import select
 
-from kueue_api.jobs import DispatchedKind, DispatchedPodGroup
+from kueue_api.jobs import DispatchedKind
 from kueue_api.priority import PriorityClassRef
 from kueue_api.quantity import Quantity, QuantityError
 from manager import states
@@ -57,7 +57,7 @@ from manager.dispatch.remote_state import (
 )
 from manager.dispatch.timing import Clock, is_lost
 from manager.dispatch.workqueue import WorkQueue
-from manager.jobs import workload_copy, workload_names
+from manager.jobs import pod_group_kinds, workload_copy, workload_names
 from manager.metrics import ManagerMetrics
 from manager.remote.api_errors import status_message, status_reason
 from manager.remote.connection import (
@@ -166,9 +166,7 @@ class Dispatcher:
         self._kinds = settings.connection.kinds
         self._job_caches = job_caches(self._kinds)
         self._kinds_by_cache = kinds_by_cache(self._kinds)
-        self._group_kinds = {
-            kind.resource.kind: kind for kind in self._kinds if isinstance(kind, DispatchedPodGroup)
-        }
+        self._group_kinds = pod_group_kinds(self._kinds)
         self._queue: WorkQueue[int] = WorkQueue()
         self._rows = CoalescingLoader(self._reader.by_ids, window=settings.read_window_seconds)
         self._tasks: list[asyncio.Task[None]] = []

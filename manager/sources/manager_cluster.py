@@ -35,7 +35,7 @@ from sqlalchemy.orm import load_only
 from kueue_api.api_resources import KUEUE_GROUP, KUEUE_VERSION
 from kueue_api.documents import DocumentError, load_yaml
 from kueue_api.events import build_event
-from kueue_api.jobs import DispatchedPodGroup, JobKind
+from kueue_api.jobs import JobKind
 from kueue_api.jobs.base import MULTIKUEUE_CONTROLLER, QUEUE_NAME_LABEL
 from kueue_api.jobs.checks import ManifestError
 from kueue_api.priority import PriorityClassNotFound, PriorityClassRef
@@ -48,7 +48,7 @@ from manager.db.credentials import EncryptionKeyError, new_token
 from manager.db.events import append_event
 from manager.db.tables import WorkloadRow
 from manager.dispatch.nomination import DispatchMode
-from manager.jobs import parse_job, workload_name, workload_names
+from manager.jobs import parse_job, pod_group_kinds, workload_name, workload_names
 from manager.priority import ClassReader, MemoReader, job_priority
 from manager.remote.api_errors import status_message
 from manager.remote.connection import (
@@ -155,11 +155,7 @@ class ManagerClusterSource:
         # of any kind the manager dispatches may wait in a manager-cluster queue).
         self._kinds = runtime.settings.job_kinds()
         self._dispatched = runtime.settings.dispatched_kinds()
-        self._group_kinds = {
-            kind.resource.kind: kind
-            for kind in self._dispatched
-            if isinstance(kind, DispatchedPodGroup)
-        }
+        self._group_kinds = pod_group_kinds(self._dispatched)
         self._connection = ClusterConnection(
             "manager-cluster",
             kubeconfig,
